@@ -1,0 +1,7 @@
+"""aiinfra engine: one-source formulas and knowledge for AI-infrastructure estimates.
+
+Nothing is loaded at import time. Build a :class:`engine.knowledge.Knowledge` with
+``Knowledge.load(root)`` and pass it explicitly.
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,72 @@
+"""JSON Schema (Draft 2020-12) checks of raw YAML records, one schema per record kind.
+
+Every error becomes a :class:`~engine.errors.Problem` placed at ``file:line:col`` of the
+offending value, with the record id and the field path (``symbols.kv_bytes.unit``).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+
+from engine.errors import Problem
+from engine.yamlio import mark_at
+
+
+@cache
+def validator(kind: str):
+    from jsonschema import Draft202012Validator
+
+    text = resources.files("engine.schemas").joinpath(f"{kind}.json").read_text(encoding="utf-8")
+    schema = json.loads(text)
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def field_path(path) -> str:
+    out = ""
+    for step in path:
+        out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else str(step))
+    return out
+
+
+def validate(kind: str, raw: object, display: str, record_id: str) -> list[Problem]:
+    problems = []
+    for error in validator(kind).iter_errors(raw):
+        path = list(error.absolute_path)
+        mark = mark_at(raw, path)
+        place = f"{display}:{mark[0]}:{mark[1]}" if mark else display
+        problems.append(Problem(place, record_id, field_path(path), _message(error)))
+    return problems
+
+
+def _message(error) -> str:
+    validator_name = error.validator
+    instance = error.instance
+    if validator_name == "type" and error.validator_value == "string" and isinstance(instance, int | float) and not isinstance(instance, bool):
+        return f"expected a string, got the number {instance!r} (quote ids and section numbers: \"4.10\" is not 4.1)"
+    if validator_name == "type":
+        expected = error.validator_value if isinstance(error.validator_value, str) else " or ".join(error.validator_value)
+        return f"expected {expected}, got {type(instance).__name__} {_short(instance)}"
+    if validator_name == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else error.message
+        return f"missing required field {missing!r}"
+    if validator_name == "additionalProperties":
+        return error.message.replace("Additional properties are not allowed", "unknown field(s)")
+    if validator_name == "enum":
+        return f"{_short(instance)} is not one of {', '.join(map(str, error.validator_value))}"
+    if validator_name == "pattern":
+        return f"{_short(instance)} does not match the expected form {error.validator_value}"
+    if validator_name == "oneOf" and isinstance(instance, dict) and "expr" in instance and "variants" in instance:
+        return "give either expr or variants with a selector, not both"
+    if validator_name == "oneOf" and isinstance(instance, dict) and "variants" in instance:
+        return "variants need a selector (the categorical symbol that picks one)"
+    if validator_name == "oneOf" and isinstance(instance, dict) and "id" in instance:
+        return "needs either expr, or variants with a selector"
+    return error.message
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,118 @@
+"""YAML reading that refuses duplicate keys and remembers where every value came from.
+
+Mappings become :class:`MarkedDict` and sequences :class:`MarkedList`; both know the
+line and column of each of their entries, so a schema error deep inside a record can be
+reported as ``file:line:col``. Uses libyaml's CSafeLoader when available.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from engine.errors import Problem
+
+_Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class MarkedDict(dict):
+    __slots__ = ("line", "col", "key_marks")
+
+    def mark_of(self, key: object) -> tuple[int, int]:
+        return self.key_marks.get(key, (self.line, self.col))
+
+
+class MarkedList(list):
+    __slots__ = ("line", "col", "item_marks")
+
+    def mark_of(self, index: int) -> tuple[int, int]:
+        if 0 <= index < len(self.item_marks):
+            return self.item_marks[index]
+        return (self.line, self.col)
+
+
+class DuplicateKey(Exception):
+    def __init__(self, key: object, line: int, col: int, first_line: int):
+        self.key, self.line, self.col, self.first_line = key, line, col, first_line
+        super().__init__(f"duplicate key {key!r} (first defined on line {first_line})")
+
+
+class _Loader(_Base):  # type: ignore[misc, valid-type]
+    pass
+
+
+def _construct_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> MarkedDict:
+    loader.flatten_mapping(node)
+    result = MarkedDict()
+    result.line, result.col = node.start_mark.line + 1, node.start_mark.column + 1
+    result.key_marks = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            raise DuplicateKey(str(key), key_node.start_mark.line + 1, key_node.start_mark.column + 1, 0) from None
+        if key in result:
+            first = result.key_marks[key][0]
+            raise DuplicateKey(key, key_node.start_mark.line + 1, key_node.start_mark.column + 1, first)
+        result.key_marks[key] = (value_node.start_mark.line + 1, value_node.start_mark.column + 1)
+        result[key] = loader.construct_object(value_node, deep=True)
+    return result
+
+
+def _construct_sequence(loader: _Loader, node: yaml.SequenceNode, deep: bool = False) -> MarkedList:
+    result = MarkedList(loader.construct_object(child, deep=True) for child in node.value)
+    result.line, result.col = node.start_mark.line + 1, node.start_mark.column + 1
+    result.item_marks = [(c.start_mark.line + 1, c.start_mark.column + 1) for c in node.value]
+    return result
+
+
+# YAML 1.2 reads 1e3 and 1.5e7 as floats; PyYAML (YAML 1.1) would keep them as strings.
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+
+
+def load_yaml(path: Path, display: str) -> tuple[object, list[Problem]]:
+    """Read one YAML file; return (data, problems). ``display`` is the path shown in messages."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [Problem(display, "-", "", f"cannot be read ({exc.__class__.__name__}: {exc})")]
+    if "\x00" in text:
+        return None, [Problem(display, "-", "", "contains a NUL byte")]
+    try:
+        return yaml.load(text, Loader=_Loader), []
+    except DuplicateKey as exc:
+        return None, [Problem(f"{display}:{exc.line}:{exc.col}", "-", str(exc.key), str(exc))]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        place = f"{display}:{mark.line + 1}:{mark.column + 1}" if mark else display
+        reason = getattr(exc, "problem", None) or str(exc)
+        return None, [Problem(place, "-", "", f"is not valid YAML ({reason})")]
+    except RecursionError:
+        return None, [Problem(display, "-", "", "is not valid YAML (nested too deeply)")]
+
+
+def mark_at(data: object, path: list[object]) -> tuple[int, int] | None:
+    """Line and column of the value at ``path`` inside ``data`` (the deepest one known)."""
+    best: tuple[int, int] | None = None
+    node = data
+    for step in path:
+        if isinstance(node, MarkedDict) and step in node:
+            best = node.mark_of(step)
+            node = node[step]
+        elif isinstance(node, MarkedList) and isinstance(step, int) and 0 <= step < len(node):
+            best = node.mark_of(step)
+            node = node[step]
+        else:
+            break
+    if best is None and isinstance(data, MarkedDict | MarkedList):
+        best = (data.line, data.col)
+    return best
