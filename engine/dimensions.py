@@ -9,8 +9,6 @@ checked here: evaluation runs in base units.
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 from engine.errors import DimensionError
 from engine.expr import Node, constant_value
 from engine.units import DIMENSIONLESS, Dims, format_dims
@@ -80,13 +78,13 @@ def _pow(node: Node, dims):
         return b
     if exponent.kind == "num" or (exponent.kind == "neg" and exponent.args[0].kind == "num"):
         power = exponent.value if exponent.kind == "num" else -exponent.args[0].value
-        return tuple(x * Fraction(power) for x in b)
+        return tuple(x * float(power) for x in b)
     power = constant_value(exponent)  # symbol-free exponents such as 1/2
     if power is None:
         raise DimensionError(
             f"in {node.src!r}: the base {base.src!r} is in {format_dims(b)}, so the exponent must be a number"
         )
-    return tuple(x * power for x in b)
+    return tuple(x * float(power) for x in b)
 
 
 def _neg(node: Node, dims):

@@ -8,7 +8,6 @@ the monotonicity the compiler recorded) and by sampling otherwise; the result sa
 from __future__ import annotations
 
 import math
-import random
 from dataclasses import dataclass, field
 
 from engine.errors import EvaluationError, InputError, UnitError
@@ -184,6 +183,7 @@ def compute(meta: dict, module, variant_key: str, quantities: dict[str, Quantity
 def _sampled(meta, module, variant, quantities, point, unit) -> OutputValue:
     """Corners of the ranged inputs (up to 2^10) plus seeded uniform samples inside them."""
     import itertools
+    import random
 
     import numpy as np
 

@@ -27,8 +27,10 @@ _SCHEMA = {"books": "book", "chapters": "chapter", "concepts": "concept", "paths
 
 
 def default_root() -> Path:
-    """The shipped knowledge: the repository (or source tree) this package sits in."""
-    return Path(__file__).resolve().parent.parent
+    """The shipped knowledge (see ``engine.paths``)."""
+    from engine.paths import shipped_root
+
+    return shipped_root()
 
 
 @dataclass

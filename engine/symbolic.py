@@ -92,8 +92,16 @@ def _build(node: Node, table):
 
 
 def latex(expr: sp.Expr, output: str | None = None) -> str:
-    body = sp.latex(expr)
-    return f"{sp.latex(sp.Symbol(output))} = {body}" if output else body
+    """LaTeX with each multi-letter name set upright as one word (``\\mathrm{kv\\_heads}``)."""
+    names = {s: _tex_name(s.name) for s in expr.free_symbols if isinstance(s, sp.Symbol)}
+    body = sp.latex(expr, symbol_names=names, mul_symbol="dot")
+    return f"{_tex_name(output)} = {body}" if output else body
+
+
+def _tex_name(name: str) -> str:
+    if len(name) == 1:
+        return name
+    return "\\mathrm{" + name.replace("_", "\\_") + "}"
 
 
 # ------------------------------------------------------------------ monotonicity

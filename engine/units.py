@@ -15,19 +15,18 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from fractions import Fraction
 
 from engine.errors import UnitError
 
 BASE = ("B", "FLOP", "s", "tokens", "requests", "J", "USD", "gCO2e")
 _NDIM = len(BASE)
 
-Dims = tuple[Fraction, ...]
-DIMENSIONLESS: Dims = (Fraction(0),) * _NDIM
+Dims = tuple[float, ...]  # exponents; halves are exact in binary floating point
+DIMENSIONLESS: Dims = (0.0,) * _NDIM
 
 
 def _dims(**powers: int) -> Dims:
-    return tuple(Fraction(powers.get(name, 0)) for name in ("B", "FLOP", "s", "tokens", "requests", "J", "USD", "g"))
+    return tuple(float(powers.get(name, 0)) for name in ("B", "FLOP", "s", "tokens", "requests", "J", "USD", "g"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +40,9 @@ class Unit:
     def __truediv__(self, other: Unit) -> Unit:
         return Unit(self.scale / other.scale, tuple(a - b for a, b in zip(self.dims, other.dims, strict=True)))
 
-    def __pow__(self, n: Fraction | int) -> Unit:
-        n = Fraction(n)
-        return Unit(self.scale ** float(n), tuple(a * n for a in self.dims))
+    def __pow__(self, n: float) -> Unit:
+        n = float(n)
+        return Unit(self.scale**n, tuple(a * n for a in self.dims))
 
     @property
     def dimensionless(self) -> bool:
@@ -216,7 +215,7 @@ def format_dims(dims: Dims) -> str:
             continue
         target = num if power > 0 else den
         p = abs(power)
-        target.append(name if p == 1 else f"{name}^{p}")
+        target.append(name if p == 1 else f"{name}^{p:g}")
     top = "·".join(num) or "1"
     if not den:
         return top

@@ -1,0 +1,3 @@
+from engine.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The ``aiinfra`` command line (see ``engine.cli.main``)."""

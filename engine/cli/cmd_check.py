@@ -1,0 +1,35 @@
+"""``aiinfra check``: every integrity rule over the knowledge root."""
+
+from __future__ import annotations
+
+from engine.cli.common import emit, root_of
+from engine.cli.render import table, to_json
+
+
+def run(args) -> int:
+    from engine import integrity
+    from engine.knowledge import Knowledge
+
+    knowledge = Knowledge.load(root_of(args), strict=False)
+    problems = integrity.check(knowledge)
+    counts = {
+        "formulas": len(knowledge.formulas),
+        "examples": sum(len(f.examples) for f in knowledge.formulas),
+        "books": len(knowledge.books),
+        "chapters": len(knowledge.chapters),
+        "sections": len(knowledge.sections),
+        "concepts": len(knowledge.concepts),
+        "paths": len(knowledge.paths),
+    }
+    if args.format == "json":
+        emit(to_json({"ok": not problems, "counts": counts, "problems": [p.__str__() for p in problems]}))
+    elif args.format == "csv":
+        rows = [dict(place=p.place, id=p.id, field=p.path, message=p.message) for p in problems]
+        emit(table(rows, [("place", "place"), ("id", "id"), ("field", "field"), ("message", "message")], "csv"))
+    else:
+        summary = ", ".join(f"{v} {k}" for k, v in counts.items())
+        for p in problems:
+            emit(f"- {p}" if args.format == "md" else str(p))
+        n = len(problems)
+        emit(f"{'ok' if not n else 'FAILED'}: {summary}; {n} problem{'s' if n != 1 else ''}")
+    return 1 if problems else 0

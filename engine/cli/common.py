@@ -1,0 +1,61 @@
+"""Helpers shared by the command handlers: the root, ``--set`` pairs, atomic writes, output."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from engine.errors import InputError
+
+
+def root_of(args) -> Path:
+    """The knowledge root: ``--root DIR`` or the shipped knowledge."""
+    if getattr(args, "root", None):
+        root = Path(args.root)
+        if not root.is_dir():
+            raise InputError("--root", f"{args.root!r} is not a folder (expected a folder with formulas/ and knowledge/)")
+        return root
+    from engine.paths import shipped_root
+
+    return shipped_root()
+
+
+def parse_sets(pairs: list[str]) -> dict[str, str]:
+    """``["a=1", "b=80GiB"]`` -> ``{"a": "1", "b": "80GiB"}``; a malformed or repeated pair is an InputError."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise InputError("--set", f"{pair!r} is not NAME=VALUE (e.g. --set hbm=80GiB)")
+        if not name.isidentifier():
+            raise InputError("--set", f"{name!r} is not a symbol name (letters, digits and _)")
+        if not value.strip():
+            raise InputError(f"--set {name}", "has no value (expected e.g. 80GiB, 0.4 or 1..3h)")
+        if name in out:
+            raise InputError(f"--set {name}", "is given twice")
+        out[name] = value.strip()
+    return out
+
+
+def write_atomic(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder, then rename."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError("--out", f"the folder {str(folder)!r} does not exist")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def emit(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
