@@ -13,7 +13,7 @@ class Problem:
     """One violation: where it is, which record, which field, and one sentence."""
 
     place: str  # "formulas/memory.yaml:42" or "formulas/memory.yaml:42:7" or "" when unknown
-    id: str  # record id, "-" when the record has none yet
+    id: str  # record id, "" when the record has none yet
     path: str  # field path inside the record ("symbols.kv_bytes.unit"), "" for the record
     message: str
 

@@ -54,18 +54,21 @@ def build_formula(raw: dict, place: str) -> tuple[Formula | None, list[Problem]]
                     problem("variants", f"{selector}={value} needs exactly one variant, found {whens.count(value)}")
 
     numeric = {n: s for n, s in symbols.items() if not s.categorical}
+    # names declared as numeric symbols, even those whose unit failed (no cascade of errors)
+    declared = frozenset(n for n, spec in raw["symbols"].items() if spec.get("domain") != "categorical")
+    units_ok = len(numeric) == len(declared)
     variants = []
     for i, rv in enumerate(raw_variants):
         path = f"variants[{i}].expr" if "variants" in raw else "expr"
         try:
-            tree = parse(rv["expr"], frozenset(numeric))
+            tree = parse(rv["expr"], declared)
         except ExprError as exc:
             problems.append(exc.located(place, fid, path).problem())
             continue
         variants.append(
             Variant(str(rv["when"]), rv["expr"], tree, rv.get("name", ""), tuple(rv.get("assumptions", ())), rv.get("notes", ""))
         )
-        if output is not None and all(s.unit is not None for s in numeric.values()):
+        if output is not None and units_ok:
             _check_dimensions(tree, numeric, output, path, problem)
 
     used = {s for v in variants for s in v.tree.symbols()} | ({selector} if selector else set())

@@ -98,7 +98,7 @@ def _examples(k: Knowledge) -> list[Problem]:
     try:
         module = compiled.from_formulas(k.formulas)
     except AiinfraError as exc:  # pragma: no cover - generation of loaded formulas
-        return [Problem("", "-", "", f"cannot compile the formulas: {exc}")]
+        return [Problem("", "", "", f"cannot compile the formulas: {exc}")]
     out = []
     for f in k.formulas:
         meta = module.FORMULAS[f.id]

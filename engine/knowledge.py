@@ -99,7 +99,7 @@ class _Loader:
 
     def run(self) -> Knowledge:
         if not self.root.is_dir():
-            self.problems.append(Problem(str(self.root), "-", "", "is not a folder (expected a knowledge root with formulas/ and knowledge/)"))
+            self.problems.append(Problem(str(self.root), "", "", "is not a folder (expected a knowledge root with formulas/ and knowledge/)"))
         for path in formula_files(self.root):
             self.load_formula_file(path)
         for path in knowledge_files(self.root):
@@ -126,7 +126,7 @@ class _Loader:
         if problems or data is None:
             return
         if not isinstance(data, list):
-            self.problems.append(Problem(display, "-", "", "expected a list of formula records"))
+            self.problems.append(Problem(display, "", "", "expected a list of formula records"))
             return
         for i, raw in enumerate(data):
             line = data.mark_of(i)[0] if isinstance(data, MarkedList) else 0
@@ -151,15 +151,15 @@ class _Loader:
         if problems or data is None:
             return
         if not isinstance(data, dict):
-            self.problems.append(Problem(display, "-", "", f"expected a mapping with keys among {', '.join(KNOWLEDGE_KINDS)}"))
+            self.problems.append(Problem(display, "", "", f"expected a mapping with keys among {', '.join(KNOWLEDGE_KINDS)}"))
             return
         for kind, items in data.items():
             line = data.mark_of(kind)[0] if isinstance(data, MarkedDict) else 0
             if kind not in _SCHEMA:
-                self.problems.append(Problem(f"{display}:{line}", "-", str(kind), f"is not a record kind (expected one of {', '.join(KNOWLEDGE_KINDS)})"))
+                self.problems.append(Problem(f"{display}:{line}", "", str(kind), f"is not a record kind (expected one of {', '.join(KNOWLEDGE_KINDS)})"))
                 continue
             if not isinstance(items, list):
-                self.problems.append(Problem(f"{display}:{line}", "-", str(kind), "expected a list of records"))
+                self.problems.append(Problem(f"{display}:{line}", "", str(kind), "expected a list of records"))
                 continue
             for i, raw in enumerate(items):
                 iline = items.mark_of(i)[0] if isinstance(items, MarkedList) else line

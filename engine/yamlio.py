@@ -84,20 +84,20 @@ def load_yaml(path: Path, display: str) -> tuple[object, list[Problem]]:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        return None, [Problem(display, "-", "", f"cannot be read ({exc.__class__.__name__}: {exc})")]
+        return None, [Problem(display, "", "", f"cannot be read ({exc.__class__.__name__}: {exc})")]
     if "\x00" in text:
-        return None, [Problem(display, "-", "", "contains a NUL byte")]
+        return None, [Problem(display, "", "", "contains a NUL byte")]
     try:
         return yaml.load(text, Loader=_Loader), []
     except DuplicateKey as exc:
-        return None, [Problem(f"{display}:{exc.line}:{exc.col}", "-", str(exc.key), str(exc))]
+        return None, [Problem(f"{display}:{exc.line}:{exc.col}", "", str(exc.key), str(exc))]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         place = f"{display}:{mark.line + 1}:{mark.column + 1}" if mark else display
         reason = getattr(exc, "problem", None) or str(exc)
-        return None, [Problem(place, "-", "", f"is not valid YAML ({reason})")]
+        return None, [Problem(place, "", "", f"is not valid YAML ({reason})")]
     except RecursionError:
-        return None, [Problem(display, "-", "", "is not valid YAML (nested too deeply)")]
+        return None, [Problem(display, "", "", "is not valid YAML (nested too deeply)")]
 
 
 def mark_at(data: object, path: list[object]) -> tuple[int, int] | None:

@@ -1,0 +1,37 @@
+"""A short tour of the shipped formulas: what ``make run`` shows after ``aiinfra check``.
+
+Every command here is an ordinary ``aiinfra`` invocation, printed before its output so a
+reader can copy it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from engine.cli.main import main
+
+STEPS = [
+    ("The formulas, keyed to the book's Appendix B", ["formula", "list"]),
+    ("One formula in full: KV cache bytes per token", ["formula", "show", "F8"]),
+    ("Qwen3-8B's KV cache per token (config.json: 36 layers, 8 KV heads, head_dim 128, BF16)",
+     ["formula", "eval", "F8", "--set", "layers=36", "--set", "kv_heads=8", "--set", "head_dim=128", "--set", "kv_bytes=2B"]),
+    ("Training time with uncertain MFU: 70B params, 15T tokens (6ND), 1024 GPUs at 989 TFLOPS dense BF16",
+     ["formula", "eval", "F2", "--set", "train_flops=6.3e24", "--set", "n_gpus=1024", "--set", "peak_flops=989TFLOPS", "--set", "mfu=35..45%"]),
+    ("What MFU finishes that run within 120 days?",
+     ["formula", "solve", "F2", "--for", "mfu", "--set", "train_flops=6.3e24", "--set", "n_gpus=1024", "--set", "peak_flops=989TFLOPS", "--le", "120d"]),
+    ("The knowledge graph", ["graph", "stats"]),
+]
+
+
+def run() -> int:
+    worst = 0
+    for title, argv in STEPS:
+        print(f"\n== {title}\n$ aiinfra {' '.join(argv)}\n", flush=True)
+        code = main(argv)
+        sys.stdout.flush()
+        worst = max(worst, code)
+    return worst
+
+
+if __name__ == "__main__":
+    raise SystemExit(run())
