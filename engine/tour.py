@@ -14,7 +14,7 @@ STEPS = [
     ("The formulas, keyed to the book's Appendix B", ["formula", "list"]),
     ("One formula in full: KV cache bytes per token", ["formula", "show", "F8"]),
     ("Qwen3-8B's KV cache per token (config.json: 36 layers, 8 KV heads, head_dim 128, BF16)",
-     ["formula", "eval", "F8", "--set", "layers=36", "--set", "kv_heads=8", "--set", "head_dim=128", "--set", "kv_bytes=2B"]),
+     ["formula", "eval", "F8", "--set", "layers=36", "--set", "kv_heads=8", "--set", "head_dim=128", "--set", "kv_bytes=2B", "--set", "attention=gqa"]),
     ("Training time with uncertain MFU: 70B params, 15T tokens (6ND), 1024 GPUs at 989 TFLOPS dense BF16",
      ["formula", "eval", "F2", "--set", "train_flops=6.3e24", "--set", "n_gpus=1024", "--set", "peak_flops=989TFLOPS", "--set", "mfu=35..45%"]),
     ("What MFU finishes that run within 120 days?",

@@ -27,10 +27,11 @@ def run(args) -> int:
     target_rel = {"eq": "=", "le": "<=", "ge": ">="}[sol.relation]
     if sol.bound is not None:
         out += ["", f"with {f.output.symbol} {target_rel} {number(sol.bound)} {f.output.unit_text}" + (f" and {given}" if given else "") + ":"]
+    unit = "" if sol.unit == "1" else f" {sol.unit}"
     for v in sol.values:
-        out.append(f"  {sol.target} = {number(v)} {sol.unit}")
+        out.append(f"  {sol.target} = {number(v)}{unit}")
     if sol.interval:
-        out.append(f"  {sol.target} in {sol.interval} {sol.unit}")
+        out.append(f"  {sol.target} in {sol.interval}{unit}")
     for note in sol.notes:
         out.append(f"  note: {note}")
     emit("\n".join(out))
