@@ -1,0 +1,19 @@
+"""Shared fixtures: every test session writes compiled formula modules to its own folder."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache_dir(tmp_path_factory):
+    """Point AIINFRA_CACHE_DIR at a fresh folder so no test reads or fills the user's cache."""
+    previous = os.environ.get("AIINFRA_CACHE_DIR")
+    os.environ["AIINFRA_CACHE_DIR"] = str(tmp_path_factory.mktemp("aiinfra-cache"))
+    yield
+    if previous is None:
+        os.environ.pop("AIINFRA_CACHE_DIR", None)
+    else:
+        os.environ["AIINFRA_CACHE_DIR"] = previous
