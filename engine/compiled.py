@@ -12,37 +12,46 @@ Cache folder: ``$AIINFRA_CACHE_DIR``, else ``$XDG_CACHE_HOME/aiinfra``, else
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import sys
-from pathlib import Path
+import zlib
 
 GENERATOR_VERSION = "1"
 
 
-def cache_dir() -> Path:
+def cache_dir() -> str:
     env = os.environ.get("AIINFRA_CACHE_DIR")
     if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "aiinfra"
+        return env
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(xdg, "aiinfra")
 
 
-def content_hash(root: Path) -> str:
-    """Hash of every formula file (path and bytes) and of the generator's own source."""
-    digest = hashlib.sha256(GENERATOR_VERSION.encode())
-    for own in ("compiled.py", "codegen.py", "expr.py", "units.py", "symbolic.py", "formulas.py"):
-        digest.update((Path(__file__).parent / own).read_bytes())
-    formulas = root / "formulas"
-    files = sorted(formulas.rglob("*.yaml")) if formulas.is_dir() else []
+_OWN = ("compiled.py", "codegen.py", "expr.py", "units.py", "symbolic.py", "formulas.py")
+
+
+def content_hash(root) -> str:
+    """CRC-32 and Adler-32 over every formula file (path and bytes) and this generator's sources.
+
+    zlib, not hashlib: the key only names a cache entry, and OpenSSL's start-up would
+    cost more than the whole evaluation.
+    """
+    crc, adler = zlib.crc32(GENERATOR_VERSION.encode()), zlib.adler32(GENERATOR_VERSION.encode())
+    here = os.path.dirname(os.path.abspath(__file__))
+    files = [os.path.join(here, own) for own in _OWN]
+    folder = os.path.join(os.fspath(root), "formulas")
+    for dirpath, dirnames, filenames in sorted(os.walk(folder)):
+        dirnames.sort()
+        files += [os.path.join(dirpath, n) for n in sorted(filenames) if n.endswith(".yaml")]
     for path in files:
-        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()[:24]
+        with open(path, "rb") as fh:
+            data = os.path.relpath(path, os.fspath(root)).encode() + b"\0" + fh.read() + b"\0"
+        crc, adler = zlib.crc32(data, crc), zlib.adler32(data, adler)
+    return f"{crc:08x}{adler:08x}{len(files):04x}"
 
 
-def load(root: Path):
+def load(root):
     """The compiled module for ``root``: imported from the cache, built on a miss.
 
     Raises KnowledgeError when the formula files have problems.
@@ -51,12 +60,14 @@ def load(root: Path):
     path = _cached(key)
     if path is not None:
         return _import(path, key)
-    source = build_source(root)
+    from pathlib import Path
+
+    source = build_source(Path(root))
     path = _write(source, key)
     return _import(path, key)
 
 
-def _import(path: Path, key: str):
+def _import(path, key: str):
     name = f"_aiinfra_formulas_{key}"
     if name in sys.modules:
         return sys.modules[name]
@@ -67,7 +78,7 @@ def _import(path: Path, key: str):
     return module
 
 
-def _byte_compile(path: Path) -> None:
+def _byte_compile(path) -> None:
     """Write the .pyc now: imports stay fast even where PYTHONDONTWRITEBYTECODE is set."""
     import importlib.util as iu
     import py_compile
@@ -78,8 +89,10 @@ def _byte_compile(path: Path) -> None:
         pass
 
 
-def _prune(folder: Path, keep: int = 32) -> None:
+def _prune(folder, keep: int = 32) -> None:
     """Keep the most recent ``keep`` compiled modules of this folder."""
+    from pathlib import Path
+
     files = sorted(folder.glob("formulas_*.py"), key=lambda p: p.stat().st_mtime, reverse=True)
     for old in files[keep:]:
         for victim in (old, Path(importlib.util.cache_from_source(str(old)))):
@@ -89,24 +102,26 @@ def _prune(folder: Path, keep: int = 32) -> None:
                 pass
 
 
-def _cached(key: str) -> Path | None:
+def _cached(key: str) -> str | None:
     """The cached module for ``key``, looking in the temporary folder only on a miss."""
-    path = cache_dir() / f"formulas_{key}.py"
-    if path.exists():
+    name = f"formulas_{key}.py"
+    path = os.path.join(cache_dir(), name)
+    if os.path.exists(path):
         return path
     for folder in _folders()[1:]:
-        if (folder / path.name).exists():
-            return folder / path.name
+        if (folder / name).exists():
+            return str(folder / name)
     return None
 
 
-def _folders() -> list[Path]:
+def _folders():
     import tempfile
+    from pathlib import Path
 
-    return [cache_dir(), Path(tempfile.gettempdir()) / "aiinfra-cache"]
+    return [Path(cache_dir()), Path(tempfile.gettempdir()) / "aiinfra-cache"]
 
 
-def _write(source: str, key: str) -> Path:
+def _write(source: str, key: str):
     import tempfile
 
     for folder in _folders():
@@ -128,7 +143,7 @@ def _write(source: str, key: str) -> Path:
 # ---------------------------------------------------------------------- generation
 
 
-def build_source(root: Path) -> str:
+def build_source(root) -> str:
     """Load the formulas of ``root`` (strictly) and generate the module's source text."""
     from engine.knowledge import Knowledge
 
@@ -214,6 +229,6 @@ def _symbol_meta(s) -> dict:
 def from_formulas(formulas):
     """A compiled module for already-loaded formulas (used by ``check``), cached by source hash."""
     source = generate(formulas)
-    key = "s" + hashlib.sha256(source.encode()).hexdigest()[:23]
+    key = f"s{zlib.crc32(source.encode()):08x}{zlib.adler32(source.encode()):08x}"
     path = _cached(key)
     return _import(path if path is not None else _write(source, key), key)

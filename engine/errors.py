@@ -5,17 +5,18 @@ Exit codes follow DESIGN.md: 1 when a check found violations, 2 for bad input.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import namedtuple
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class Problem:
-    """One violation: where it is, which record, which field, and one sentence."""
+class Problem(namedtuple("Problem", "place id path message")):
+    """One violation: where it is, which record, which field, and one sentence.
 
-    place: str  # "formulas/memory.yaml:42" or "formulas/memory.yaml:42:7" or "" when unknown
-    id: str  # record id, "" when the record has none yet
-    path: str  # field path inside the record ("symbols.kv_bytes.unit"), "" for the record
-    message: str
+    place: ``formulas/memory.yaml:42`` or ``...:42:7`` ('' when unknown); id: the record id
+    ('' before one is known); path: the field path (``symbols.kv_bytes.unit``); message.
+    Ordered and hashable, so problems sort and deduplicate.
+    """
+
+    __slots__ = ()
 
     def __str__(self) -> str:
         head = " ".join(part for part in (self.place, self.id, self.path) if part)

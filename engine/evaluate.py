@@ -8,7 +8,7 @@ the monotonicity the compiler recorded) and by sampling otherwise; the result sa
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections import namedtuple
 
 from engine.errors import EvaluationError, InputError, UnitError
 from engine.units import Quantity, parse_quantity
@@ -16,34 +16,21 @@ from engine.units import Quantity, parse_quantity
 SAMPLES = 4096
 
 
-@dataclass(frozen=True, slots=True)
-class InputValue:
-    value: float | str
-    unit: str
-    low: float | str
-    high: float | str
-    source: str  # "given" or "default: <source>"
+# value/low/high in ``unit``; source is "given" or "default: <its source>"
+InputValue = namedtuple("InputValue", "value unit low high source")
+# method is "exact" (corners of a monotone formula) or "sampled"
+OutputValue = namedtuple("OutputValue", "value unit low high method")
 
 
-@dataclass(frozen=True, slots=True)
-class OutputValue:
-    value: float
-    unit: str
-    low: float
-    high: float
-    method: str  # "exact" or "sampled"
-
-
-@dataclass
 class FormulaResult:
-    formula: str
-    name: str
-    variant: str
-    expr: str
-    inputs: dict[str, InputValue]
-    outputs: dict[str, OutputValue]
-    assumptions: list[str]
-    warnings: list[str] = field(default_factory=list)
+    """The result of one formula evaluation; ``to_json`` gives the DESIGN.md contract."""
+
+    def __init__(self, formula: str, name: str, variant: str, expr: str, inputs: dict, outputs: dict, assumptions: list[str], warnings: list[str] | None = None):
+        self.formula, self.name, self.variant, self.expr = formula, name, variant, expr
+        self.inputs: dict[str, InputValue] = inputs
+        self.outputs: dict[str, OutputValue] = outputs
+        self.assumptions = assumptions
+        self.warnings = warnings if warnings is not None else []
 
     def to_json(self) -> dict:
         return {
@@ -51,16 +38,12 @@ class FormulaResult:
             "name": self.name,
             "variant": self.variant or None,
             "expr": self.expr,
-            "inputs": {k: _plain(v) for k, v in self.inputs.items()},
-            "outputs": {k: _plain(v) for k, v in self.outputs.items()},
+            "inputs": {k: v._asdict() for k, v in self.inputs.items()},
+            "outputs": {k: v._asdict() for k, v in self.outputs.items()},
             "formulas": [self.formula],
             "assumptions": self.assumptions,
             "warnings": self.warnings,
         }
-
-
-def _plain(v) -> dict:
-    return {name: getattr(v, name) for name in v.__slots__}
 
 
 def evaluate(meta: dict, module, given: dict[str, object]) -> FormulaResult:

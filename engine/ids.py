@@ -7,7 +7,7 @@ Chapters and sections carry their book (``infra:ch22``, ``infra:22.6``); formula
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections import namedtuple
 from enum import StrEnum
 
 DEFAULT_BOOK = "infra"
@@ -42,11 +42,10 @@ _BARE_SECTION = re.compile(_SECTION)
 _PREFIX_KINDS = {k.value: k for k in Kind if k not in (Kind.CHAPTER, Kind.SECTION, Kind.FORMULA)}
 
 
-@dataclass(frozen=True, slots=True)
-class Id:
-    kind: Kind
-    name: str  # "22", "B" (appendix), "22.6", "F8", "roofline"
-    book: str = ""  # chapters and sections only
+class Id(namedtuple("Id", "kind name book", defaults=("",))):
+    """kind: a Kind; name: "22", "B" (appendix), "22.6", "F8", "roofline"; book: chapters and sections only."""
+
+    __slots__ = ()
 
     def __str__(self) -> str:
         return format_id(self)

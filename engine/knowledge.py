@@ -26,7 +26,7 @@ KNOWLEDGE_KINDS = ("books", "chapters", "concepts", "paths")
 _SCHEMA = {"books": "book", "chapters": "chapter", "concepts": "concept", "paths": "path"}
 
 
-def default_root() -> Path:
+def default_root() -> str:
     """The shipped knowledge (see ``engine.paths``)."""
     from engine.paths import shipped_root
 
@@ -48,7 +48,7 @@ class Knowledge:
     @classmethod
     def load(cls, root: Path | str | None = None, strict: bool = True) -> Knowledge:
         """Load a root; with ``strict`` raise KnowledgeError listing every load problem."""
-        root = Path(root) if root is not None else default_root()
+        root = Path(root if root is not None else default_root())
         loader = _Loader(root)
         knowledge = loader.run()
         if strict and knowledge.problems:

@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 
-def shipped_root() -> Path:
+def shipped_root() -> str:
+    """The folder of the shipped knowledge (a string: pathlib is kept off the fast path)."""
     env = os.environ.get("AIINFRA_ROOT")
     if env:
-        return Path(env)
-    here = Path(__file__).resolve().parent.parent
-    if (here / "formulas").is_dir():
+        return env
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if os.path.isdir(os.path.join(here, "formulas")):
         return here
     for prefix in (sys.prefix, sys.base_prefix):
-        candidate = Path(prefix) / "share" / "aiinfra"
-        if (candidate / "formulas").is_dir():
+        candidate = os.path.join(prefix, "share", "aiinfra")
+        if os.path.isdir(os.path.join(candidate, "formulas")):
             return candidate
     return here

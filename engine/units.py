@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from collections import namedtuple
 
 from engine.errors import UnitError
 
@@ -29,10 +29,23 @@ def _dims(**powers: int) -> Dims:
     return tuple(float(powers.get(name, 0)) for name in ("B", "FLOP", "s", "tokens", "requests", "J", "USD", "g"))
 
 
-@dataclass(frozen=True, slots=True)
 class Unit:
-    scale: float  # value in base units of one of this unit
-    dims: Dims
+    """A scale (the value in base units of one of this unit) and a dimension."""
+
+    __slots__ = ("scale", "dims")
+
+    def __init__(self, scale: float, dims: Dims):
+        self.scale = scale
+        self.dims = dims
+
+    def __repr__(self) -> str:
+        return f"Unit({self.scale!r}, {format_dims(self.dims)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Unit) and self.scale == other.scale and self.dims == other.dims
+
+    def __hash__(self) -> int:
+        return hash((self.scale, self.dims))
 
     def __mul__(self, other: Unit) -> Unit:
         return Unit(self.scale * other.scale, tuple(a + b for a, b in zip(self.dims, other.dims, strict=True)))
@@ -132,9 +145,14 @@ def parse_unit(text: str) -> Unit:
         raise UnitError(text[:40] + "...", "is too long for a unit")
     tokens = _tokenize_unit(text)
     parser = _UnitParser(text, tokens)
-    unit = parser.expr()
+    try:
+        unit = parser.expr()
+    except OverflowError:
+        raise UnitError(text, "has a scale too large to represent") from None
     if parser.pos != len(tokens):
         raise UnitError(text, f"has an unexpected {tokens[parser.pos][1]!r}")
+    if not (math.isfinite(unit.scale) and unit.scale > 0):
+        raise UnitError(text, "has a scale too large or too small to represent")
     return unit
 
 
@@ -226,13 +244,10 @@ def format_dims(dims: Dims) -> str:
 # ---------------------------------------------------------------- quantities on the command line
 
 
-@dataclass(frozen=True, slots=True)
-class Quantity:
+class Quantity(namedtuple("Quantity", "value low high")):
     """A value with optional uncertainty, all in one declared unit. Point: low == high == value."""
 
-    value: float
-    low: float
-    high: float
+    __slots__ = ()
 
     @classmethod
     def point(cls, value: float) -> Quantity:
@@ -268,7 +283,7 @@ def parse_quantity(text: str, unit_text: str) -> Quantity:
         hi = _convert(hi_num, hi_unit, target, unit_text, text)
         if lo > hi:
             raise UnitError(text, f"has its low end {lo:g} above its high end {hi:g} ({unit_text})")
-        return Quantity((lo + hi) / 2, lo, hi)
+        return _checked(Quantity(lo / 2 + hi / 2, lo, hi), text)
     for sep in ("±", "+-", "+/-"):
         if sep in body:
             centre_text, _, spread_text = body.partition(sep)
@@ -281,9 +296,15 @@ def parse_quantity(text: str, unit_text: str) -> Quantity:
                 spread = _convert(s_num, s_unit or c_unit, target, unit_text, text)
             if spread < 0:
                 raise UnitError(text, f"has a negative spread after {sep}")
-            return Quantity(centre, centre - spread, centre + spread)
+            return _checked(Quantity(centre, centre - spread, centre + spread), text)
     num, unit = _split(body, text)
     return Quantity.point(_convert(num, unit, target, unit_text, text))
+
+
+def _checked(q: Quantity, whole: str) -> Quantity:
+    if not all(math.isfinite(x) for x in (q.value, q.low, q.high)):
+        raise UnitError(whole, "is out of range")
+    return q
 
 
 def _split(part: str, whole: str) -> tuple[float, str]:

@@ -4,19 +4,16 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
-from pathlib import Path
 
 from engine.errors import InputError
 
 
-def root_of(args) -> Path:
+def root_of(args) -> str:
     """The knowledge root: ``--root DIR`` or the shipped knowledge."""
     if getattr(args, "root", None):
-        root = Path(args.root)
-        if not root.is_dir():
+        if not os.path.isdir(args.root):
             raise InputError("--root", f"{args.root!r} is not a folder (expected a folder with formulas/ and knowledge/)")
-        return root
+        return args.root
     from engine.paths import shipped_root
 
     return shipped_root()
@@ -42,6 +39,9 @@ def parse_sets(pairs: list[str]) -> dict[str, str]:
 
 def write_atomic(path: str, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder, then rename."""
+    import tempfile
+    from pathlib import Path
+
     target = Path(path)
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():

@@ -6,9 +6,9 @@ Handlers are imported lazily through a table (subcommand -> "module:function"), 
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
+from types import SimpleNamespace
 
 from engine import __version__
 
@@ -25,15 +25,24 @@ HANDLERS = {
 }
 
 
-class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors: ``aiinfra formula eval: error: ...`` and exit 2."""
+def _parser_class():
+    """argparse with one-line errors: ``aiinfra formula eval: error: ...`` and exit 2.
 
-    def error(self, message: str) -> None:  # type: ignore[override]
-        sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-        raise SystemExit(2)
+    Built on first use so that the fast evaluation path never imports argparse.
+    """
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> None:  # type: ignore[override]
+            sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+            raise SystemExit(2)
+
+    return Parser
 
 
-def _shared(parser: argparse.ArgumentParser, top: bool) -> None:
+def _shared(parser, top: bool) -> None:
+    import argparse
+
     default = None if top else argparse.SUPPRESS
     parser.add_argument("--format", choices=FORMATS, default=default if not top else "text",
                         help="output format: text (default), json, md, or csv where the output is a table")
@@ -41,7 +50,8 @@ def _shared(parser: argparse.ArgumentParser, top: bool) -> None:
                         help="use DIR (a folder laid out like the shipped knowledge: formulas/, knowledge/, ...) instead of the shipped knowledge")
 
 
-def build_parser() -> Parser:
+def build_parser():
+    Parser = _parser_class()
     top = Parser(
         prog="aiinfra",
         description="Estimates for AI infrastructure from one source: formulas keyed to Appendix B, a knowledge graph of the books, and checks that keep them consistent.",
@@ -89,11 +99,50 @@ def build_parser() -> Parser:
     return top
 
 
+def fast_eval_args(argv: list[str]) -> SimpleNamespace | None:
+    """``formula eval ID [--set N=V]... [--format F] [--root D]`` read without building the parser.
+
+    The evaluation path is the one people script in loops, so it skips argparse's set-up;
+    anything unusual (help, an unknown option, a bad format) returns None and the full
+    parser takes over, with its messages.
+    """
+    args = SimpleNamespace(verb="formula", action="eval", id=None, sets=[], format="text", root=None)
+    positional: list[str] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        name, eq, value = token.partition("=")
+        if name in ("--set", "--format", "--root"):
+            if not eq:
+                if i + 1 >= len(argv):
+                    return None
+                value = argv[i + 1]
+                i += 1
+            if name == "--set":
+                args.sets.append(value)
+            elif name == "--format":
+                if value not in FORMATS:
+                    return None
+                args.format = value
+            else:
+                args.root = value
+        elif token.startswith("-"):
+            return None
+        else:
+            positional.append(token)
+        i += 1
+    if len(positional) != 3 or positional[:2] != ["formula", "eval"]:
+        return None
+    args.id = positional[2]
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args = fast_eval_args(argv)
+        if args is None:
+            args = build_parser().parse_args(argv)
         key = tuple(x for x in (args.verb, getattr(args, "action", None)) if x)
         module_name, func_name = HANDLERS[key].split(":")
         module = __import__(module_name, fromlist=[func_name])
