@@ -50,7 +50,25 @@ def _shared(parser, top: bool) -> None:
                         help="use DIR (a folder laid out like the shipped knowledge: formulas/, knowledge/, ...) instead of the shipped knowledge")
 
 
+EVAL_EXAMPLES = """examples:
+  aiinfra formula show F8          # inputs, units, domains and defaults
+  aiinfra formula eval F8 --set attention=gqa --set layers=36 --set kv_heads=8 \\
+      --set head_dim=128 --set kv_bytes=2B
+  aiinfra formula eval F2 --set train_flops=6.3e24 --set n_gpus=1024 \\
+      --set peak_flops=989TFLOPS --set mfu=35..45% --format json
+"""
+
+SOLVE_EXAMPLES = """examples:
+  aiinfra formula solve F2 --for mfu                       # closed form only
+  aiinfra formula solve F2 --for mfu --set train_flops=6.3e24 --set n_gpus=1024 \\
+      --set peak_flops=989TFLOPS --le 120d                  # MFU needed to finish in 120 days
+"""
+
+
 def build_parser():
+    import argparse
+
+    raw = argparse.RawDescriptionHelpFormatter
     Parser = _parser_class()
     top = Parser(
         prog="aiinfra",
@@ -73,11 +91,13 @@ def build_parser():
     p = fverbs.add_parser("show", help="one formula in full", description="Show a formula: expression, LaTeX, symbols with units and domains, assumptions, defining section, variants, worked examples and the formulas that use its output.")
     p.add_argument("id", metavar="ID", help="formula id, e.g. F8 or FX3")
     _shared(p, False)
-    p = fverbs.add_parser("eval", help="evaluate a formula for given inputs", description="Evaluate a formula numerically. Inputs not given take their documented defaults; ranges propagate to the result.")
+    p = fverbs.add_parser("eval", help="evaluate a formula for given inputs", description="Evaluate a formula numerically. Inputs not given take their documented defaults; ranges propagate to the result.",
+                          formatter_class=raw, epilog=EVAL_EXAMPLES)
     p.add_argument("id", metavar="ID", help="formula id, e.g. F8")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE", help="an input value, e.g. --set hbm=80GiB or --set mfu=0.35..0.45 (repeatable)")
     _shared(p, False)
-    p = fverbs.add_parser("solve", help="solve a formula for one of its inputs", description="Solve output = V (or <= V, >= V) for one input symbolically; print the closed form and, with the other inputs set, the number.")
+    p = fverbs.add_parser("solve", help="solve a formula for one of its inputs", description="Solve output = V (or <= V, >= V) for one input symbolically; print the closed form and, with the other inputs set, the number.",
+                          formatter_class=raw, epilog=SOLVE_EXAMPLES)
     p.add_argument("id", metavar="ID", help="formula id, e.g. F2")
     p.add_argument("--for", dest="target", required=True, metavar="SYMBOL", help="the input to solve for")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE", help="a value for another input (repeatable)")
