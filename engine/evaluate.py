@@ -202,6 +202,8 @@ def _call(fid: str, fn, args: list[float]) -> float:
         raise EvaluationError(fid, "division by zero for these inputs") from None
     except (ValueError, OverflowError) as exc:
         raise EvaluationError(fid, f"cannot be evaluated for these inputs ({exc})") from None
+    except TypeError:  # a complex result, e.g. a fractional power of a negative number
+        raise EvaluationError(fid, "the result is not a real number for these inputs") from None
     if not math.isfinite(value):
         raise EvaluationError(fid, "the result is not finite for these inputs")
     return value

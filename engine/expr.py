@@ -116,7 +116,7 @@ class _Builder:
         except Exception:  # pragma: no cover - unparse of a node we accepted
             return "?"
 
-    def build(self, node: ast.AST, depth: int, in_condition: bool = False) -> Node:
+    def build(self, node: ast.AST, depth: int) -> Node:
         self.count += 1
         if depth > MAX_DEPTH:
             raise ExprError(f"nests too deeply (at most {MAX_DEPTH} levels)")
@@ -125,13 +125,11 @@ class _Builder:
         handler = _HANDLERS.get(type(node))
         if handler is None:
             raise ExprError(f"{_describe(node)} is not allowed (expected numbers, declared symbols, + - * / **, comparisons and {', '.join(FUNCTIONS)})")
-        return handler(self, node, depth + 1, in_condition)
+        return handler(self, node, depth + 1)
 
     # -- leaves
-    def constant(self, node: ast.Constant, depth: int, in_condition: bool) -> Node:
+    def constant(self, node: ast.Constant, depth: int) -> Node:
         value = node.value
-        if value is True and in_condition:
-            return Node("true", True, src="True")
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ExprError(f"the constant {value!r} is not allowed (expected a number)")
         if isinstance(value, int) and len(str(abs(value))) > MAX_DIGITS or abs(value) > MAX_LITERAL:
@@ -141,12 +139,10 @@ class _Builder:
         exact = Fraction(value) if isinstance(value, int) else Fraction(repr(value))
         return Node("num", exact, src=self.src(node))
 
-    def name(self, node: ast.Name, depth: int, in_condition: bool) -> Node:
+    def name(self, node: ast.Name, depth: int) -> Node:
         ident = node.id
         if ident.startswith("__"):
             raise ExprError(f"the name {ident!r} is not allowed (dunder names are refused)")
-        if ident == "True" and in_condition:
-            return Node("true", True, src="True")
         if ident not in self.symbols:
             if ident in FUNCTIONS:
                 raise ExprError(f"the function {ident!r} must be called with arguments")
@@ -154,7 +150,7 @@ class _Builder:
         return Node("sym", ident, src=ident)
 
     # -- operators
-    def binop(self, node: ast.BinOp, depth: int, in_condition: bool) -> Node:
+    def binop(self, node: ast.BinOp, depth: int) -> Node:
         op = _BIN.get(type(node.op))
         if op is None:
             raise ExprError(f"the operator {_OPNAMES.get(type(node.op), type(node.op).__name__)!r} is not allowed (expected + - * / **)")
@@ -162,21 +158,47 @@ class _Builder:
         right = self.build(node.right, depth)
         if op == "**":
             _check_exponent(right, self.src(node))
+            _check_power_size(left, right, self.src(node))
         return Node("bin", op, (left, right), self.src(node))
 
-    def unaryop(self, node: ast.UnaryOp, depth: int, in_condition: bool) -> Node:
+    def unaryop(self, node: ast.UnaryOp, depth: int) -> Node:
         if isinstance(node.op, ast.USub):
-            operand = self.build(node.operand, depth, in_condition)
+            operand = self.build(node.operand, depth)
             if operand.kind == "num":
                 return Node("num", -operand.value, src=self.src(node))
             return Node("neg", None, (operand,), self.src(node))
         if isinstance(node.op, ast.UAdd):
-            return self.build(node.operand, depth, in_condition)
-        if isinstance(node.op, ast.Not) and in_condition:
-            return Node("not", None, (self.build(node.operand, depth, True),), self.src(node))
+            return self.build(node.operand, depth)
+        if isinstance(node.op, ast.Not):
+            raise ExprError(f"'not' in {self.src(node)!r} is only allowed inside a Piecewise condition")
         raise ExprError(f"the unary operator in {self.src(node)!r} is not allowed")
 
-    def compare(self, node: ast.Compare, depth: int, in_condition: bool) -> Node:
+    def compare(self, node: ast.Compare, depth: int) -> Node:
+        raise ExprError(f"the comparison {self.src(node)!r} is only allowed as a Piecewise condition")
+
+    def boolop(self, node: ast.BoolOp, depth: int) -> Node:
+        raise ExprError("'and'/'or' are only allowed inside a Piecewise condition")
+
+    # -- conditions (Piecewise only)
+    def condition(self, node: ast.AST, depth: int, last: bool) -> Node:
+        """A comparison, or comparisons joined by and/or/not; ``True`` only in the last pair."""
+        self.count += 1
+        if depth > MAX_DEPTH:
+            raise ExprError(f"nests too deeply (at most {MAX_DEPTH} levels)")
+        if isinstance(node, ast.Constant) and node.value is True:
+            if not last:
+                raise ExprError("Piecewise has a True condition before its last branch")
+            return Node("true", True, src="True")
+        if isinstance(node, ast.Compare):
+            return self.comparison(node, depth + 1)
+        if isinstance(node, ast.BoolOp):
+            kind = "and" if isinstance(node.op, ast.And) else "or"
+            return Node(kind, None, tuple(self.condition(v, depth + 1, False) for v in node.values), self.src(node))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return Node("not", None, (self.condition(node.operand, depth + 1, False),), self.src(node))
+        raise ExprError(f"the condition {self.src(node)!r} is not a comparison (expected e.g. x > 0, joined with and/or/not)")
+
+    def comparison(self, node: ast.Compare, depth: int) -> Node:
         parts: list[Node] = []
         left = self.build(node.left, depth)
         for op, comparator in zip(node.ops, node.comparators, strict=True):
@@ -188,14 +210,8 @@ class _Builder:
             left = right
         return parts[0] if len(parts) == 1 else Node("and", None, tuple(parts), self.src(node))
 
-    def boolop(self, node: ast.BoolOp, depth: int, in_condition: bool) -> Node:
-        if not in_condition:
-            raise ExprError("'and'/'or' are only allowed inside a Piecewise condition")
-        kind = "and" if isinstance(node.op, ast.And) else "or"
-        return Node(kind, None, tuple(self.build(v, depth, True) for v in node.values), self.src(node))
-
     # -- calls
-    def call(self, node: ast.Call, depth: int, in_condition: bool) -> Node:
+    def call(self, node: ast.Call, depth: int) -> Node:
         if not isinstance(node.func, ast.Name):
             raise ExprError(f"calling {self.src(node.func)!r} is not allowed (expected one of {', '.join(FUNCTIONS)})")
         fname = node.func.id
@@ -219,12 +235,10 @@ class _Builder:
             if not isinstance(pair, ast.Tuple) or len(pair.elts) != 2:
                 raise ExprError(f"Piecewise argument {i + 1} must be a pair (value, condition)")
             value = self.build(pair.elts[0], depth)
-            cond = self.build(pair.elts[1], depth, in_condition=True)
+            cond = self.condition(pair.elts[1], depth, last=i == len(node.args) - 1)
             flat += [value, cond]
         if flat[-1].kind != "true":
             raise ExprError("Piecewise needs a default branch: make the last pair (value, True)")
-        if any(c.kind == "true" for c in flat[1:-2:2]):
-            raise ExprError("Piecewise has a True condition before its last branch")
         args = tuple(flat[:-1])  # value0, cond0, ..., default
         return Node("piecewise", None, args, self.src(node))
 
@@ -279,6 +293,34 @@ def _check_exponent(exponent: Node, src: str) -> None:
         value = constant_value(exponent)
         if value is None or abs(value) > MAX_EXPONENT:
             raise ExprError(f"the exponent in {src!r} is too large (at most {MAX_EXPONENT} in magnitude)")
+
+
+def _check_power_size(base: Node, exponent: Node, src: str) -> None:
+    """A symbol-free power must stay below 1e300: ``((10**30)**100)**100`` would stall SymPy."""
+    if base.symbols() or exponent.symbols():
+        return
+    value = _float_value(Node("bin", "**", (base, exponent)))
+    if value is None or abs(value) > 1e300:
+        raise ExprError(f"the power {src!r} is too large (a constant power must stay below 1e300)")
+
+
+def _float_value(node: Node) -> float | None:
+    """Float value of a symbol-free arithmetic subtree; None when it overflows or is not arithmetic."""
+    try:
+        if node.kind == "num":
+            return float(node.value)
+        if node.kind == "neg":
+            inner = _float_value(node.args[0])
+            return None if inner is None else -inner
+        if node.kind == "bin":
+            left, right = (_float_value(a) for a in node.args)
+            if left is None or right is None:
+                return None
+            value = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "**": operator.pow}[node.value](left, right)
+            return float(value) if isinstance(value, int | float) else None
+    except (OverflowError, ZeroDivisionError, ValueError):
+        return None
+    return None
 
 
 def constant_value(node: Node) -> Fraction | None:

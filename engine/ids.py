@@ -39,7 +39,7 @@ _SYMBOL = re.compile(r"sym:([A-Za-z_][A-Za-z0-9_]*)")
 _BARE_CHAPTER = re.compile(r"(?:ch)?(\d+)")
 _BARE_SECTION = re.compile(_SECTION)
 
-_PREFIX_KINDS = {k.value: k for k in Kind if k not in (Kind.CHAPTER, Kind.SECTION, Kind.FORMULA)}
+_PREFIX_KINDS = {k.value: k for k in Kind if k not in (Kind.CHAPTER, Kind.SECTION, Kind.FORMULA, Kind.SYMBOL)}
 
 
 class Id(namedtuple("Id", "kind name book", defaults=("",))):

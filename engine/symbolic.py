@@ -115,6 +115,13 @@ def monotonicity(expr: sp.Expr, symbol: sp.Symbol) -> str | None:
     """
     if symbol not in expr.free_symbols:
         return "constant"
+    steps = [a for a in expr.atoms(sp.ceiling, sp.floor) if symbol in a.free_symbols]
+    if steps:
+        # a step of a monotone argument is monotone the same way, but only if the symbol
+        # appears nowhere else: ceiling(x/4)*4 - x is neither increasing nor decreasing
+        outside = expr.subs({step: sp.Dummy() for step in steps})
+        if symbol in outside.free_symbols:
+            return None
     smooth = expr.replace(sp.ceiling, lambda a: a).replace(sp.floor, lambda a: a)
     if smooth.has(sp.Piecewise, sp.Abs, sp.Min, sp.Max):
         return _monotone_by_parts(smooth, symbol)

@@ -39,24 +39,37 @@ class DuplicateKey(Exception):
         super().__init__(f"duplicate key {key!r} (first defined on line {first_line})")
 
 
+class UnhashableKey(Exception):
+    def __init__(self, line: int, col: int):
+        self.line, self.col = line, col
+        super().__init__("a mapping key must be a plain value, not a list or a mapping")
+
+
 class _Loader(_Base):  # type: ignore[misc, valid-type]
     pass
 
 
 def _construct_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> MarkedDict:
+    # flatten_mapping puts the pairs merged in by ``<<:`` first; the mapping's own keys
+    # follow and may override them, as YAML allows. Only an own key given twice is refused.
+    own = sum(1 for key_node, _ in node.value if key_node.tag != "tag:yaml.org,2002:merge")
     loader.flatten_mapping(node)
+    merged_count = len(node.value) - own
     result = MarkedDict()
     result.line, result.col = node.start_mark.line + 1, node.start_mark.column + 1
     result.key_marks = {}
-    for key_node, value_node in node.value:
+    key_lines: dict[object, int] = {}
+    for index, (key_node, value_node) in enumerate(node.value):
         key = loader.construct_object(key_node, deep=True)
+        line, col = key_node.start_mark.line + 1, key_node.start_mark.column + 1
         try:
             hash(key)
         except TypeError:
-            raise DuplicateKey(str(key), key_node.start_mark.line + 1, key_node.start_mark.column + 1, 0) from None
-        if key in result:
-            first = result.key_marks[key][0]
-            raise DuplicateKey(key, key_node.start_mark.line + 1, key_node.start_mark.column + 1, first)
+            raise UnhashableKey(line, col) from None
+        if index >= merged_count and key in key_lines:
+            raise DuplicateKey(key, line, col, key_lines[key])
+        if index >= merged_count:
+            key_lines[key] = line
         result.key_marks[key] = (value_node.start_mark.line + 1, value_node.start_mark.column + 1)
         result[key] = loader.construct_object(value_node, deep=True)
     return result
@@ -91,6 +104,8 @@ def load_yaml(path: Path, display: str) -> tuple[object, list[Problem]]:
         return yaml.load(text, Loader=_Loader), []
     except DuplicateKey as exc:
         return None, [Problem(f"{display}:{exc.line}:{exc.col}", "", str(exc.key), str(exc))]
+    except UnhashableKey as exc:
+        return None, [Problem(f"{display}:{exc.line}:{exc.col}", "", "", str(exc))]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         place = f"{display}:{mark.line + 1}:{mark.column + 1}" if mark else display

@@ -6,14 +6,21 @@ project's own message text (STYLE.md habit 7).
 
 from __future__ import annotations
 
-import math
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.errors import UnitError
-from engine.units import DIMENSIONLESS, ONE, Quantity, Unit, format_dims, lookup, parse_quantity, parse_unit
+from engine.units import (
+    DIMENSIONLESS,
+    ONE,
+    Quantity,
+    Unit,
+    format_dims,
+    lookup,
+    parse_quantity,
+    parse_unit,
+)
 
 KNOWN = (
     "is not a known unit (expected B, bit, FLOP, FLOPS, s, min, h, d, yr, tokens, requests, "
@@ -336,41 +343,43 @@ def test_format_dims(powers, expected):
     assert format_dims(powers) == expected
 
 
-# ------------------------------------------------------------------------- known engine bugs
+# ------------------------------------------------------------------------ float limits
 
 
-@pytest.mark.xfail(reason="engine bug: Unit.__pow__ lets float OverflowError escape parse_unit", strict=True)
-@pytest.mark.parametrize("text", ["((EiB^4)^4)^4", "(EiB EiB EiB EiB EiB)^4"])
-def test_a_unit_too_large_for_a_float_is_a_unit_error(text):
-    # (2**60)**4 = 2**240, then **4 = 2**960, then **4 = 2**3840; and (2**60)**5 = 2**300,
-    # then **4 = 2**1200. Both are above the float maximum (about 2**1024), so float ** raises
-    # OverflowError instead of a UnitError
-    with pytest.raises(UnitError):
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # (2**60)**4 = 2**240, then **4 = 2**960, then **4 = 2**3840; and (2**60)**5 = 2**300,
+        # then **4 = 2**1200. Both are above the float maximum (about 2**1024): float ** overflows
+        ("((EiB^4)^4)^4", "'((EiB^4)^4)^4': has a scale too large to represent"),
+        ("(EiB EiB EiB EiB EiB)^4", "'(EiB EiB EiB EiB EiB)^4': has a scale too large to represent"),
+        # EiB^4 = 2**240; six of them multiplied = 2**1440 > 2**1024: the product becomes inf
+        ("EiB^4*EiB^4*EiB^4*EiB^4*EiB^4*EiB^4",
+         "'EiB^4*EiB^4*EiB^4*EiB^4*EiB^4*EiB^4': has a scale too large or too small to represent"),
+        # 1 / (2**960)**3 = 2**-2880, below the smallest float (about 2**-1074): the scale becomes 0
+        ("1/(EiB^4)^4/(EiB^4)^4/(EiB^4)^4",
+         "'1/(EiB^4)^4/(EiB^4)^4/(EiB^4)^4': has a scale too large or too small to represent"),
+    ],
+)
+def test_a_unit_scale_beyond_float_range_is_refused(text, message):
+    with pytest.raises(UnitError) as info:
         parse_unit(text)
+    assert str(info.value) == message
 
 
-@pytest.mark.xfail(reason="engine bug: a unit scale that overflows to inf (or underflows to 0) is accepted", strict=True)
-def test_a_unit_whose_scale_overflows_is_refused():
-    # EiB^4 = 2**240; six of them multiplied = 2**1440 > 2**1024, so the scale becomes inf
-    with pytest.raises(UnitError):
-        parse_unit("EiB^4*EiB^4*EiB^4*EiB^4*EiB^4*EiB^4")
-
-
-@pytest.mark.xfail(reason="engine bug: the range midpoint (lo + hi) / 2 overflows to inf for finite ends", strict=True)
 def test_range_midpoint_of_large_ends_is_finite():
     q = parse_quantity("1e308..1e308", "1")
-    # both ends are 1e308 (below the float maximum, about 1.797e308), so the midpoint is 1e308
-    assert q.value == 1e308
+    # both ends are 1e308 (below the float maximum, about 1.797e308), so the midpoint is 1e308;
+    # (lo + hi) / 2 would overflow to inf on the way
+    assert (q.low, q.value, q.high) == (1e308, 1e308, 1e308)
 
 
-@pytest.mark.xfail(reason="engine bug: a ± spread can make low/high infinite without an error", strict=True)
-def test_spread_that_overflows_is_refused():
-    # 1.7e308 ± 100 % -> high 3.4e308 is above the float maximum (about 1.797e308)
-    try:
-        q = parse_quantity("1.7e308+-100%", "1")
-    except UnitError:
-        return
-    assert math.isfinite(q.low) and math.isfinite(q.high), q
+@pytest.mark.parametrize("text", ["1.7e308+-100%", "1e308±1e308"])
+def test_spread_that_overflows_is_refused(text):
+    # 1.7e308 + 100 % = 3.4e308 and 1e308 + 1e308 = 2e308: both above the float maximum
+    with pytest.raises(UnitError) as info:
+        parse_quantity(text, "1")
+    assert str(info.value) == f"{text!r}: is out of range"
 
 
 # ------------------------------------------------------------------------------- random text
