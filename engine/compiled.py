@@ -44,9 +44,10 @@ def content_hash(root) -> str:
     for dirpath, dirnames, filenames in sorted(os.walk(folder)):
         dirnames.sort()
         files += [os.path.join(dirpath, n) for n in sorted(filenames) if n.endswith(".yaml")]
-    for path in files:
+    for i, path in enumerate(files):
+        name = os.path.basename(path) if i < len(_OWN) else os.path.relpath(path, os.fspath(root))
         with open(path, "rb") as fh:
-            data = os.path.relpath(path, os.fspath(root)).encode() + b"\0" + fh.read() + b"\0"
+            data = name.encode() + b"\0" + fh.read() + b"\0"
         crc, adler = zlib.crc32(data, crc), zlib.adler32(data, adler)
     return f"{crc:08x}{adler:08x}{len(files):04x}"
 
@@ -56,6 +57,10 @@ def load(root):
 
     Raises KnowledgeError when the formula files have problems.
     """
+    if not os.path.isdir(root):
+        from engine.errors import KnowledgeError, Problem
+
+        raise KnowledgeError([Problem(os.fspath(root), "", "", "is not a folder (expected a knowledge root with formulas/ and knowledge/)")])
     key = content_hash(root)
     path = _cached(key)
     if path is not None:

@@ -71,8 +71,8 @@ class KnowledgeGraph:
         return [(u, v) for u, v, r in self.g.edges(data="rel") if r == rel]
 
     def depends_on(self, a: str, b: str) -> bool:
-        """Whether ``a`` builds on ``b``, directly or through other chapters and sections."""
-        return b in self.prerequisites(a)
+        """Whether ``a`` builds on ``b`` (a chapter or a section), directly or transitively."""
+        return b in self.prerequisites(a) or b in self.reachable(a)
 
     def chapter_of(self, ident: str) -> str:
         ident_obj = parse_id(ident)
@@ -93,9 +93,36 @@ class KnowledgeGraph:
 
     def prerequisites(self, ident: str) -> set[str]:
         """Every chapter ``ident`` (a chapter or section) builds on, transitively."""
-        cg = self.chapter_graph()
-        start = self.chapter_of(ident)
-        return set(nx.descendants(cg, start)) if start in cg else set()
+        found = {self.chapter_of(t) for t in self.reachable(ident)}
+        found.discard(self.chapter_of(ident))
+        return found
+
+    def reachable(self, ident: str) -> set[str]:
+        """Every chapter and section named on a dependency path from ``ident``.
+
+        A chapter's dependencies include those its sections declare, and a section
+        inherits its chapter's.
+        """
+        seen: set[str] = set()
+        stack = [ident]
+        while stack:
+            for target in self._direct_deps(stack.pop()):
+                if target not in seen:
+                    seen.add(target)
+                    stack.append(target)
+        seen.discard(ident)
+        return seen
+
+    def _direct_deps(self, ident: str) -> list[str]:
+        if ident not in self.g:
+            return []
+        sources = [ident]
+        kind = self.g.nodes[ident].get("kind")
+        if kind == "chapter":
+            sources += [u for u, _ in self.g.in_edges(ident) if self.g.edges[u, ident].get("rel") == "part_of"]
+        elif kind == "section":
+            sources.append(self.chapter_of(ident))
+        return [v for src in sources if src in self.g for _, v, rel in self.g.out_edges(src, data="rel") if rel == "depends_on"]
 
     def reading_order(self, ids: list[str]) -> list[str]:
         """``ids`` ordered so that prerequisites come first (ties keep the given order)."""
@@ -108,7 +135,13 @@ class KnowledgeGraph:
             for b in ids:
                 if b != a and self.chapter_of(b) in below:
                     sub.add_edge(b, a)
-        return list(nx.lexicographical_topological_sort(sub, key=lambda n: position[n]))
+        try:
+            return list(nx.lexicographical_topological_sort(sub, key=lambda n: position[n]))
+        except nx.NetworkXUnfeasible:
+            from engine.errors import KnowledgeError, Problem
+
+            cycle = " --> ".join(self.chapter_cycle() or [])
+            raise KnowledgeError([Problem("", "", "depends_on", f"no reading order exists: chapter dependencies form a cycle: {cycle}")]) from None
 
     def chapter_cycle(self) -> list[str] | None:
         try:

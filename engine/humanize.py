@@ -6,11 +6,13 @@ import math
 
 
 def number(x: float | str, digits: int = 4) -> str:
-    """``147456``, ``0.4``, ``1.709e7``: exact integers below 1e15, else ``digits`` significant digits."""
+    """``147456``, ``0.4``, ``1.709e7``: exact integers below 1e7, else ``digits`` significant digits."""
     if isinstance(x, str):
         return x
     if x == 0:
         return "0"
+    if not math.isfinite(x):
+        return str(x)
     if float(x).is_integer() and abs(x) < 1e7:
         return f"{int(x):,}".replace(",", "\u202f") if abs(x) >= 1e4 else str(int(x))
     if 1e-3 <= abs(x) < 1e6:
@@ -46,7 +48,7 @@ def friendly(value: float, unit: str) -> str:
     for base in ("B/s", "FLOP/s", "W", "J", "FLOP", "tokens/s", "bit/s"):
         if unit == base:
             name, size = _pick(v)
-            return f"{value / size:.4g} {name}{base}" if name else ""
+            return f"{value / size:.4g} {name}{base}" if name and v / size < 1000 else ""
     return ""
 
 

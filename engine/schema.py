@@ -35,7 +35,12 @@ def validate(kind: str, raw: object, display: str, record_id: str) -> list[Probl
     problems = []
     for error in validator(kind).iter_errors(raw):
         path = list(error.absolute_path)
-        mark = mark_at(raw, path)
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            known = error.schema.get("properties", {})
+            extra = [k for k in error.instance if k not in known]
+            mark = mark_at(raw, path + extra[:1])  # the line of the first unknown key
+        else:
+            mark = mark_at(raw, path)
         place = f"{display}:{mark[0]}:{mark[1]}" if mark else display
         problems.append(Problem(place, record_id, field_path(path), _message(error)))
     return problems
@@ -48,7 +53,7 @@ def _message(error) -> str:
         return f"expected a string, got the number {instance!r} (quote ids and section numbers: \"4.10\" is not 4.1)"
     if validator_name == "type":
         expected = error.validator_value if isinstance(error.validator_value, str) else " or ".join(error.validator_value)
-        return f"expected {expected}, got {type(instance).__name__} {_short(instance)}"
+        return f"expected {expected}, got {_typename(instance)} {_short(instance)}"
     if validator_name == "required":
         missing = error.message.split("'")[1] if "'" in error.message else error.message
         return f"missing required field {missing!r}"
@@ -60,13 +65,33 @@ def _message(error) -> str:
         return f"{_short(instance)} does not match the expected form {error.validator_value}"
     if validator_name == "oneOf" and isinstance(instance, dict) and "expr" in instance and "variants" in instance:
         return "give either expr or variants with a selector, not both"
+    if validator_name == "oneOf" and isinstance(instance, dict) and "expr" in instance and "selector" in instance:
+        return "a selector picks among variants; with a single expr, drop the selector"
     if validator_name == "oneOf" and isinstance(instance, dict) and "variants" in instance:
         return "variants need a selector (the categorical symbol that picks one)"
     if validator_name == "oneOf" and isinstance(instance, dict) and "id" in instance:
         return "needs either expr, or variants with a selector"
+    if validator_name == "not" and isinstance(instance, dict) and "values" in instance:
+        return "values are only for a categorical domain"
     return error.message
 
 
+def _typename(value: object) -> str:
+    """Plain YAML/JSON type names (the loader's MarkedDict is a dict, MarkedList a list)."""
+    for kind, name in ((bool, "boolean"), (dict, "dict"), (list, "list"), (str, "str"), (int, "int"), (float, "float")):
+        if isinstance(value, kind):
+            return name
+    return "null" if value is None else type(value).__name__
+
+
 def _short(value: object) -> str:
-    text = repr(value)
+    text = repr(_plain(value))
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _plain(value: object) -> object:
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from engine import symbolic
-from engine.errors import EvaluationError, InputError
+from engine.errors import InputError
 from engine.evaluate import check_domain, read_input
 from engine.records import Formula
 from engine.units import parse_quantity
@@ -90,7 +90,10 @@ def solve(f: Formula, target: str, given: dict[str, str], relation: str = "eq", 
         bound = q.value
         sol.bound = bound
 
-    closed = sp.solve(sp.Eq(expr, out_sym), x, dict=False)
+    try:
+        closed = sp.solve(sp.Eq(expr, out_sym), x, dict=False)
+    except NotImplementedError:  # ceiling, Max, ...: SymPy has no inverse
+        closed = []
     closed = [c for c in closed if _admissible(c, x)]
     if not closed:
         sol.notes.append(f"no closed form for {target} was found")
@@ -164,8 +167,9 @@ def _inequality(sol: Solution, expr, x, relation: str, bound: float, domain: str
         return
     try:
         region = sp.solveset(rel(expr, sp.nsimplify(bound, rational=True)), x, _DOMAIN_SETS.get(domain, sp.S.Reals))
-    except Exception as exc:  # pragma: no cover - sympy limits
-        raise EvaluationError(sol.formula, f"cannot solve the inequality ({exc.__class__.__name__})") from None
+    except (NotImplementedError, TypeError, ValueError):
+        sol.notes.append("SymPy could not solve this inequality in closed form")
+        return
     if isinstance(region, sp.ConditionSet):
         sol.notes.append("SymPy could not solve this inequality in closed form")
         return

@@ -1,0 +1,216 @@
+"""engine.compiled: the cached formula module, its key, its rebuilds, and its light imports.
+
+Every test points AIINFRA_CACHE_DIR (and the temporary-folder fallback) at its own tmp
+folder, so the cache starts empty and nothing outside tmp_path is read or written.
+Expected values are hand arithmetic on tests/fixtures/roots/good/formulas/f.yaml:
+F1 = 2 * layers * kv_heads * head_dim * kv_bytes, kv_bytes defaulting to 2 (BF16).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from engine import compiled
+from engine.errors import KnowledgeError
+from engine.evaluate import evaluate
+
+ROOTS = Path(__file__).parent / "fixtures" / "roots"
+GOOD = ROOTS / "good"
+QWEN3_8B = {"layers": 36, "kv_heads": 8, "head_dim": 128}  # Qwen/Qwen3-8B config.json
+HEAVY = ("sympy", "networkx", "yaml", "jsonschema")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("AIINFRA_CACHE_DIR", str(folder))
+    # the fallback folder is <tempdir>/aiinfra-cache: keep it inside tmp_path too
+    fallback = tmp_path / "tmp"
+    fallback.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(fallback))
+    return folder
+
+
+def modules_in(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.glob("formulas_*.py")) if folder.is_dir() else []
+
+
+def copy_of_good(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    shutil.copytree(GOOD, root)
+    return root
+
+
+def kv_bytes_per_token(module, **given) -> float:
+    result = evaluate(module.FORMULAS["F1"], module, {**QWEN3_8B, **given})
+    return result.outputs["kv_bytes_per_token"].value
+
+
+# ------------------------------------------------------------------ the cache folder
+
+
+def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("AIINFRA_CACHE_DIR", str(tmp_path / "a"))
+    assert compiled.cache_dir() == str(tmp_path / "a")
+    monkeypatch.delenv("AIINFRA_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert compiled.cache_dir() == os.path.join(str(tmp_path / "xdg"), "aiinfra")
+
+
+def test_load_writes_one_module_and_its_bytecode(cache):
+    module = compiled.load(GOOD)
+    key = compiled.content_hash(GOOD)
+    assert modules_in(cache) == [f"formulas_{key}.py"]
+    assert Path(importlib.util.cache_from_source(str(cache / f"formulas_{key}.py"))).is_file()
+    assert sorted(module.FORMULAS) == ["F1"]
+    # 2 * 36 * 8 * 128 * 2 = 147456 B per token (Qwen3-8B, BF16 cache)
+    assert kv_bytes_per_token(module) == 147456
+
+
+def test_a_second_load_reuses_the_module(cache, monkeypatch):
+    first = compiled.load(GOOD)
+    path = cache / modules_in(cache)[0]
+    stamp = path.stat().st_mtime_ns
+
+    def no_rebuild(root):
+        raise AssertionError("the cached module should have been reused")
+
+    monkeypatch.setattr(compiled, "build_source", no_rebuild)
+    assert compiled.load(GOOD) is first
+    # a fresh interpreter would not have the module in sys.modules: it imports the cached file
+    name = f"_aiinfra_formulas_{compiled.content_hash(GOOD)}"
+    monkeypatch.delitem(sys.modules, name)
+    again = compiled.load(GOOD)
+    assert again is not first
+    assert kv_bytes_per_token(again) == 147456  # 2 * 36 * 8 * 128 * 2
+    assert modules_in(cache) == [path.name]
+    assert path.stat().st_mtime_ns == stamp
+
+
+# ------------------------------------------------------------------ the key
+
+
+def test_the_key_is_the_same_for_a_str_or_a_path():
+    assert compiled.content_hash(str(GOOD)) == compiled.content_hash(GOOD)
+
+
+def test_the_key_does_not_depend_on_where_the_root_is(tmp_path):
+    # same formula files, byte for byte, under the same relative paths
+    assert compiled.content_hash(copy_of_good(tmp_path)) == compiled.content_hash(GOOD)
+
+
+def test_only_yaml_files_under_formulas_count(tmp_path):
+    root = copy_of_good(tmp_path)
+    key = compiled.content_hash(root)
+    (root / "formulas" / "README.md").write_text("notes\n", encoding="utf-8")
+    (root / "knowledge" / "more.yaml").write_text("concepts: []\n", encoding="utf-8")
+    assert compiled.content_hash(root) == key
+    (root / "formulas" / "sub").mkdir()
+    (root / "formulas" / "sub" / "g.yaml").write_text("[]\n", encoding="utf-8")
+    assert compiled.content_hash(root) != key
+
+
+def test_editing_a_formula_changes_the_key_and_rebuilds(cache, tmp_path):
+    root = copy_of_good(tmp_path)
+    before = compiled.content_hash(root)
+    old = compiled.load(root)
+    f = root / "formulas" / "f.yaml"
+    f.write_text(f.read_text(encoding="utf-8").replace("default: 2,", "default: 1,"), encoding="utf-8")
+    after = compiled.content_hash(root)
+    assert after != before
+    new = compiled.load(root)
+    assert new is not old
+    assert modules_in(cache) == sorted([f"formulas_{before}.py", f"formulas_{after}.py"])
+    # 2 * 36 * 8 * 128 * 2 = 147456 before; with the default kv_bytes 1: 2 * 36 * 8 * 128 * 1 = 73728
+    assert kv_bytes_per_token(old) == 147456
+    assert kv_bytes_per_token(new) == 73728
+
+
+# ------------------------------------------------------------------ problems
+
+
+UNKNOWN_UNIT = (
+    "formulas/f.yaml:1 F1 symbols.kv_bytes.unit: 'Bytes' is not a known unit (expected B, bit, FLOP, FLOPS, s, min, h, d, "
+    "yr, tokens, requests, W, J, Wh, USD, gCO2e, GPU, %, 1, with prefixes k M G T P, Ki Mi Gi Ti, or m u n on times)"
+)
+
+
+def test_a_root_whose_formulas_have_a_problem_raises(cache):
+    with pytest.raises(KnowledgeError) as info:
+        compiled.load(ROOTS / "unknown_unit")
+    assert info.value.report() == UNKNOWN_UNIT + "\n1 problem found"
+    assert modules_in(cache) == []
+
+
+def test_two_producers_of_one_symbol_raise(cache):
+    with pytest.raises(KnowledgeError) as info:
+        compiled.load(ROOTS / "two_producers")
+    assert info.value.report() == (
+        "formulas/f.yaml:16 FX1 output.symbol: 'kv_bytes_per_token' is also produced by F1; "
+        "one symbol has one producer (make them variants of one formula)\n1 problem found"
+    )
+
+
+def test_problems_outside_the_formulas_do_not_stop_compilation(cache):
+    # float_section has a schema problem in knowledge/book.yaml only; its formula file is good's
+    module = compiled.load(ROOTS / "float_section")
+    assert kv_bytes_per_token(module) == 147456  # 2 * 36 * 8 * 128 * 2
+
+
+def test_a_missing_root_raises(cache, tmp_path):
+    missing = tmp_path / "nowhere"
+    with pytest.raises(KnowledgeError) as info:
+        compiled.load(missing)
+    assert info.value.report() == f"{missing}: is not a folder (expected a knowledge root with formulas/ and knowledge/)\n1 problem found"
+
+
+def test_a_missing_root_raises_even_when_an_empty_root_is_cached(cache, tmp_path):
+    empty = tmp_path / "empty"
+    (empty / "knowledge").mkdir(parents=True)
+    assert compiled.load(empty).FORMULAS == {}
+    with pytest.raises(KnowledgeError):
+        compiled.load(tmp_path / "nowhere")
+
+
+# ------------------------------------------------------------------ the light path
+
+PROBE = """
+import json, sys
+from engine import compiled
+from engine.evaluate import evaluate
+module = compiled.load(sys.argv[1])
+result = evaluate(module.FORMULAS["F1"], module, {"layers": 36, "kv_heads": 8, "head_dim": 128})
+print(json.dumps({"value": result.outputs["kv_bytes_per_token"].value,
+                  "heavy": sorted(m for m in sys.argv[2:] if m in sys.modules)}))
+"""
+
+
+def probe(cache_folder: Path, tmp: Path) -> dict:
+    # TMPDIR too: on a miss the loader also looks in <tempdir>/aiinfra-cache
+    env = {**os.environ, "AIINFRA_CACHE_DIR": str(cache_folder), "TMPDIR": str(tmp)}
+    done = subprocess.run([sys.executable, "-c", PROBE, str(GOOD), *HEAVY], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_warm_cache_evaluates_without_the_heavy_modules(cache, tmp_path):
+    compiled.load(GOOD)  # warm the cache in this process
+    out = probe(cache, tmp_path / "tmp")
+    assert out == {"value": 147456, "heavy": []}  # 2 * 36 * 8 * 128 * 2; none of sympy, networkx, yaml, jsonschema
+
+
+def test_the_probe_sees_the_heavy_modules_on_a_cold_cache(tmp_path):
+    # the control for the test above: building the module does load the YAML and SymPy stack
+    (tmp_path / "tmp").mkdir()
+    out = probe(tmp_path / "cold", tmp_path / "tmp")
+    assert out["value"] == 147456  # 2 * 36 * 8 * 128 * 2
+    assert out["heavy"] == sorted(HEAVY)
