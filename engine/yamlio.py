@@ -110,6 +110,8 @@ def load_yaml(path: Path, display: str) -> tuple[object, list[Problem]]:
         mark = getattr(exc, "problem_mark", None)
         place = f"{display}:{mark.line + 1}:{mark.column + 1}" if mark else display
         reason = getattr(exc, "problem", None) or str(exc)
+        if "depth" in reason:  # newer libyaml caps nesting itself; older builds recurse
+            return None, [Problem(display, "", "", "is not valid YAML (nested too deeply)")]
         return None, [Problem(place, "", "", f"is not valid YAML ({reason})")]
     except RecursionError:
         return None, [Problem(display, "", "", "is not valid YAML (nested too deeply)")]
