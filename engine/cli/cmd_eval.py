@@ -8,7 +8,6 @@ from engine.cli.render import table, to_json
 from engine.errors import InputError
 from engine.evaluate import FormulaResult, evaluate
 from engine.humanize import friendly, number
-from engine.ids import Kind, parse_user_id
 
 
 def run(args) -> int:
@@ -21,13 +20,11 @@ def run(args) -> int:
 
 
 def formula_id(text: str, table_: dict) -> str:
-    try:
-        fid = parse_user_id(text, Kind.FORMULA).name
-    except ValueError as exc:
-        raise InputError("ID", str(exc)) from None
+    """``f8`` and ``F8`` name F8; anything not in the compiled table is an InputError."""
+    fid = text.strip().upper()
     if fid not in table_:
         known = ", ".join(sorted(table_, key=lambda f: (f.startswith("FX"), int(f.lstrip("FX")))))
-        raise InputError("ID", f"no formula {fid} (known: {known})")
+        raise InputError("ID", f"no formula {text!r} (known: {known})")
     return fid
 
 
