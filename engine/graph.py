@@ -7,7 +7,9 @@ Nodes are id strings (records stay in the registry); every edge has a ``rel``:
 - ``defines`` / ``references``: section --> concept
 - ``defined_in``: formula --> section (``also_in`` too)
 - ``computes``: formula --> ``sym:<output>``; ``sym:<input>`` --> formula as ``input_of``
+- ``extends``: section --> a concept defined elsewhere that it extends
 - ``step``: path --> chapter or section (attribute ``order``)
+- ``points_to``: action word --> chapter or section
 
 Edge direction is decided here and only here: "A depends on B" is an edge A --> B.
 """
@@ -44,6 +46,8 @@ class KnowledgeGraph:
                     _edge(g, s.id, concept, "defines")
                 for concept in s.references:
                     _edge(g, s.id, concept, "references")
+                for concept in s.extends:
+                    _edge(g, s.id, concept, "extends")
         for concept in k.concepts.values():
             g.add_node(concept.id, kind="concept", title=concept.name, title_zh=concept.name_zh)
         for f in k.formulas:
@@ -57,9 +61,13 @@ class KnowledgeGraph:
         for p in k.paths.values():
             g.add_node(p.id, kind="path", title=p.title, title_zh=p.title_zh)
             for order, step in enumerate(p.steps):
-                if g.has_edge(p.id, step.to):  # a revisit: keep the first order
+                if not step.to or g.has_edge(p.id, step.to):  # a placeholder, or a revisit: keep the first order
                     continue
                 _edge(g, p.id, step.to, "step", order=order)
+        for a in k.actions.values():
+            g.add_node(a.id, kind="action", title=a.word, title_zh=a.word_zh)
+            for target in a.targets:
+                _edge(g, a.id, target, "points_to")
         for node, data in g.nodes(data=True):
             if "kind" not in data:
                 data["kind"] = _kind_of(node)

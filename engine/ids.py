@@ -26,6 +26,7 @@ class Kind(StrEnum):
     MODEL = "model"
     HW = "hw"
     ARCH = "arch"
+    ACTION = "action"
 
 
 _NAME = r"[a-z0-9][a-z0-9_.+-]*"

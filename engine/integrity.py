@@ -31,17 +31,23 @@ def check(k: Knowledge) -> list[Problem]:
 
 def _dangling(k: Knowledge, graph) -> list[Problem]:
     out = []
-    known = set(k.books) | set(k.chapters) | set(k.sections) | set(k.concepts) | set(k.paths) | set(k.formulas.by_id)
-    fields = {"part_of": "book", "depends_on": "depends_on", "defines": "defines", "references": "references", "defined_in": "defined_in", "also_in": "also_in", "step": "steps"}
+    known = set(k.books) | set(k.chapters) | set(k.sections) | set(k.concepts) | set(k.paths) | set(k.actions) | set(k.formulas.by_id)
+    fields = {"part_of": "book", "depends_on": "depends_on", "defines": "defines", "references": "references", "extends": "extends",
+              "defined_in": "defined_in", "also_in": "also_in", "step": "steps", "points_to": "targets"}
     for u, v, rel in graph.g.edges(data="rel"):
         if rel in fields and v not in known:
             place = k.places.get(u) or _place_of_section(k, u)
             out.append(Problem(place, u, fields[rel], f"refers to {v}, which is not defined"))
+    part_of: dict[str, int] = {}
     for book in k.books.values():
         for part in book.parts:
             for cid in part["chapters"]:
+                part_of[cid] = part["number"]
                 if cid not in k.chapters:
                     out.append(Problem(book.place, book.id, f"parts[{part['number']}].chapters", f"refers to {cid}, which is not defined"))
+    for c in k.chapters.values():
+        if c.part is not None and part_of.get(c.id, c.part) != c.part:
+            out.append(Problem(c.place, c.id, "part", f"says part {c.part}, but {c.book} lists it in part {part_of[c.id]}"))
     return out
 
 
@@ -56,6 +62,8 @@ def _concepts(k: Knowledge) -> list[Problem]:
     for s in k.sections.values():
         for c in s.defines:
             definers.setdefault(c, []).append(s.id)
+        for c in set(s.defines) & set(s.extends):
+            out.append(Problem(s.place, s.id, "extends", f"{c} is both defined and extended here; a section does one or the other"))
     for cid, sections in sorted(definers.items()):
         if cid not in k.concepts:
             continue  # reported as a dangling reference
@@ -79,12 +87,12 @@ def _paths(k: Knowledge, graph) -> list[Problem]:
     for p in k.paths.values():
         chapters = [graph.chapter_of(s.to) if s.to in graph.g else s.to for s in p.steps]
         for i, step in enumerate(p.steps):
-            if step.to not in graph.g:
+            if not step.to or step.to not in graph.g:  # placeholders, dangling (reported elsewhere)
                 continue
             needs = graph.prerequisites(step.to)
             for j in range(i + 1, len(p.steps)):
                 later = p.steps[j]
-                if later.revisit or chapters[j] == chapters[i] or chapters[j] not in needs:
+                if not later.to or later.revisit or later.condition or chapters[j] == chapters[i] or chapters[j] not in needs:
                     continue
                 out.append(Problem(p.place, p.id, f"steps[{j}]", f"{later.to} comes after {step.to} (step {i + 1}), which builds on it; reorder the path or mark step {j + 1} as revisit: true"))
     return out

@@ -18,12 +18,12 @@ from pathlib import Path
 from engine.errors import KnowledgeError, Problem
 from engine.formulas import FormulaSet, build_formula
 from engine.ids import DEFAULT_BOOK, Kind, parse_id, parse_user_id
-from engine.records import Book, Chapter, Concept, Formula, ReadingPath, Section, Step
+from engine.records import Action, Book, Chapter, Concept, Formula, ReadingPath, Section, Step
 from engine.schema import validate
 from engine.yamlio import MarkedDict, MarkedList, load_yaml
 
-KNOWLEDGE_KINDS = ("books", "chapters", "concepts", "paths")
-_SCHEMA = {"books": "book", "chapters": "chapter", "concepts": "concept", "paths": "path"}
+KNOWLEDGE_KINDS = ("books", "chapters", "concepts", "paths", "actions")
+_SCHEMA = {"books": "book", "chapters": "chapter", "concepts": "concept", "paths": "path", "actions": "action"}
 
 
 def default_root() -> str:
@@ -42,6 +42,7 @@ class Knowledge:
     sections: dict[str, Section] = field(default_factory=dict)
     concepts: dict[str, Concept] = field(default_factory=dict)
     paths: dict[str, ReadingPath] = field(default_factory=dict)
+    actions: dict[str, Action] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     places: dict[str, str] = field(default_factory=dict)  # id -> file:line
 
@@ -61,7 +62,7 @@ class Knowledge:
         return KnowledgeGraph.build(self)
 
     def record(self, ident: str):
-        for table in (self.books, self.chapters, self.sections, self.concepts, self.paths):
+        for table in (self.books, self.chapters, self.sections, self.concepts, self.paths, self.actions):
             if ident in table:
                 return table[ident]
         if ident in self.formulas:
@@ -176,6 +177,7 @@ class _Loader:
             self.k.books[raw["id"]] = Book(
                 raw["id"], raw["title"], raw["title_zh"], raw["source"], raw.get("author", ""),
                 raw.get("version", ""), tuple(raw.get("parts", ())), raw.get("notes", ""), place,
+                raw.get("pinned_version", ""), tuple(raw.get("decisions", ())),
             )
 
     def build_chapters(self, raw: dict, place: str) -> None:
@@ -183,8 +185,10 @@ class _Loader:
         chapter_id = parse_id(cid, Kind.CHAPTER)
         book = chapter_id.book
         sections = []
-        for j, rs in enumerate(raw.get("sections", ())):
+        raw_sections = raw.get("sections", ())
+        for j, rs in enumerate(raw_sections):
             sid = self.qualify(rs["id"], Kind.SECTION, book, place, cid, f"sections[{j}].id")
+            splace = f"{place.rsplit(':', 1)[0]}:{raw_sections.mark_of(j)[0]}" if isinstance(raw_sections, MarkedList) else place
             if sid is None:
                 continue
             if str(parse_id(sid).chapter) != cid:
@@ -192,12 +196,13 @@ class _Loader:
                 continue
             sec = Section(
                 sid, cid, rs["title"], rs.get("title_zh", ""),
-                self.refs(rs.get("defines", ()), Kind.CONCEPT, book, place, sid, "defines"),
-                self.refs(rs.get("references", ()), Kind.CONCEPT, book, place, sid, "references"),
-                self.refs(rs.get("depends_on", ()), None, book, place, sid, "depends_on"),
-                rs.get("notes", ""), place,
+                self.refs(rs.get("defines", ()), Kind.CONCEPT, book, splace, sid, "defines"),
+                self.refs(rs.get("references", ()), Kind.CONCEPT, book, splace, sid, "references"),
+                self.refs(rs.get("depends_on", ()), None, book, splace, sid, "depends_on"),
+                rs.get("notes", ""), splace,
+                self.refs(rs.get("extends", ()), Kind.CONCEPT, book, splace, sid, "extends"),
             )
-            if self.claim(sid, place):
+            if self.claim(sid, splace):
                 self.k.sections[sid] = sec
                 sections.append(sec)
         if not self.claim(cid, place):
@@ -207,6 +212,7 @@ class _Loader:
             self.refs(raw.get("depends_on", ()), None, book, place, cid, "depends_on"),
             raw.get("depends_source", ""), raw.get("key_question", ""), raw.get("key_question_zh", ""),
             tuple(raw.get("deliverables", ())), raw.get("notes", ""), raw.get("source", ""), place,
+            raw.get("part"), raw.get("track", ""), raw.get("skeleton"),
         )
 
     def build_concepts(self, raw: dict, place: str) -> None:
@@ -214,14 +220,28 @@ class _Loader:
             self.k.concepts[raw["id"]] = Concept(raw["id"], raw["name"], raw["name_zh"], raw.get("summary", ""), raw.get("source", ""), place)
 
     def build_paths(self, raw: dict, place: str) -> None:
+        book = raw.get("book", f"book:{DEFAULT_BOOK}").split(":", 1)[1]
         steps = []
         for j, rs in enumerate(raw["steps"]):
-            target, revisit, note = (rs, False, "") if isinstance(rs, str) else (rs["to"], rs.get("revisit", False), rs.get("note", ""))
-            ident = self.qualify(target, None, DEFAULT_BOOK, place, raw["id"], f"steps[{j}]")
+            if isinstance(rs, str):
+                rs = {"to": rs}
+            if "placeholder" in rs:
+                steps.append(Step("", rs.get("revisit", False), rs.get("note", ""), rs["placeholder"], rs.get("condition", "")))
+                continue
+            ident = self.qualify(rs["to"], None, book, place, raw["id"], f"steps[{j}]")
             if ident is not None:
-                steps.append(Step(ident, revisit, note))
+                steps.append(Step(ident, rs.get("revisit", False), rs.get("note", ""), "", rs.get("condition", "")))
         if self.claim(raw["id"], place):
-            self.k.paths[raw["id"]] = ReadingPath(raw["id"], raw["title"], raw["title_zh"], tuple(steps), raw.get("audience", ""), raw.get("source", ""), place)
+            self.k.paths[raw["id"]] = ReadingPath(
+                raw["id"], raw["title"], raw["title_zh"], tuple(steps), raw.get("audience", ""), raw.get("source", ""),
+                place, raw.get("kind", "goal"), f"book:{book}",
+            )
+
+    def build_actions(self, raw: dict, place: str) -> None:
+        targets = tuple(t for j, text in enumerate(raw["targets"])
+                        if (t := self.qualify(text, None, DEFAULT_BOOK, place, raw["id"], f"targets[{j}]")) is not None)
+        if self.claim(raw["id"], place):
+            self.k.actions[raw["id"]] = Action(raw["id"], raw["word"], raw["word_zh"], targets, raw.get("note", ""), raw.get("source", ""), place)
 
     # ------------------------------------------------------------------ references
     def qualify(self, text: str, kind: Kind | None, book: str, place: str, rid: str, path: str) -> str | None:

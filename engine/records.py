@@ -7,7 +7,7 @@ are the same strings); parsing of expressions and units happens in the builders
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from engine.expr import Node
 from engine.units import Quantity, Unit
@@ -106,6 +106,8 @@ class Book:
     parts: tuple[dict, ...] = ()
     notes: str = ""
     place: str = ""
+    pinned_version: str = ""
+    decisions: tuple[dict, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +121,7 @@ class Section:
     depends_on: tuple[str, ...] = ()
     notes: str = ""
     place: str = ""
+    extends: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +140,9 @@ class Chapter:
     notes: str = ""
     source: str = ""
     place: str = ""
+    part: int | None = None
+    track: str = ""
+    skeleton: dict | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,9 +157,11 @@ class Concept:
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    to: str
+    to: str  # a chapter or section id; "" for a placeholder step
     revisit: bool = False
     note: str = ""
+    placeholder: str = ""  # a step the book leaves open (对应领域章)
+    condition: str = ""  # when to take it ("when capacity questions come up")
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,4 +173,16 @@ class ReadingPath:
     audience: str = ""
     source: str = ""
     place: str = ""
-    step_places: tuple[str, ...] = field(default=(), compare=False)
+    kind: str = "goal"  # goal | problem | role
+    book: str = "book:infra"
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    id: str
+    word: str
+    word_zh: str
+    targets: tuple[str, ...]
+    note: str = ""
+    source: str = ""
+    place: str = ""

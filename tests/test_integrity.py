@@ -73,3 +73,73 @@ def test_shipped_knowledge_is_clean():
     knowledge = Knowledge.load(None, strict=False)
     assert integrity.check(knowledge) == []
     assert len(knowledge.formulas) >= 15
+
+
+# ----------------------------------------------------------------- extensions, placeholders, actions
+
+
+def _root_with(tmp_path, extra: str, book_yaml_edit=None):
+    import shutil
+
+    root = tmp_path / "root"
+    shutil.copytree(ROOTS / "good", root)
+    text = (root / "knowledge" / "book.yaml").read_text()
+    if book_yaml_edit:
+        text = book_yaml_edit(text)
+    (root / "knowledge" / "book.yaml").write_text(text)
+    (root / "knowledge" / "extra.yaml").write_text(extra)
+    return root
+
+
+def _check(root) -> list[str]:
+    return [str(p) for p in integrity.check(Knowledge.load(root, strict=False))]
+
+
+def test_a_concept_extended_elsewhere_is_one_definition(tmp_path):
+    root = _root_with(tmp_path, "", lambda t: t.replace('{id: "22.1", title: Serving basics, references:', '{id: "22.1", title: Serving basics, extends:'))
+    assert _check(root) == []
+
+
+def test_a_section_cannot_define_and_extend_the_same_concept(tmp_path):
+    root = _root_with(tmp_path, "", lambda t: t.replace(
+        '{id: "6.2", title: Memory conversion, defines: ["concept:memory-conversion"]}',
+        '{id: "6.2", title: Memory conversion, defines: ["concept:memory-conversion"], extends: ["concept:memory-conversion"]}'))
+    assert _check(root) == ["knowledge/book.yaml:14 infra:6.2 extends: concept:memory-conversion is both defined and extended here; a section does one or the other"]
+
+
+def test_placeholder_and_conditional_steps_are_kept_and_not_called_backward(tmp_path):
+    extra = """paths:
+  - id: "path:evaluate-a-plan"
+    title: Evaluate whether a plan holds
+    title_zh: 评估一个技术方案是否成立
+    kind: goal
+    steps:
+      - "infra:ch6"
+      - {placeholder: 对应领域章, note: the chapter of the domain being evaluated}
+      - "infra:ch22"
+      - {to: "infra:ch3", condition: when the model basics are unclear}
+"""
+    root = _root_with(tmp_path, extra)
+    assert _check(root) == []
+    path = Knowledge.load(root).paths["path:evaluate-a-plan"]
+    assert [s.placeholder for s in path.steps] == ["", "对应领域章", "", ""]
+    assert path.steps[3].condition == "when the model basics are unclear"
+
+
+def test_action_words_must_point_at_known_chapters(tmp_path):
+    extra = """actions:
+  - {id: "action:deploy", word: deploy, word_zh: 部署, targets: ["22", "infra:ch99"]}
+"""
+    root = _root_with(tmp_path, extra)
+    assert _check(root) == ["knowledge/extra.yaml:2 action:deploy targets: refers to infra:ch99, which is not defined"]
+
+
+def test_a_chapter_part_must_agree_with_the_book(tmp_path):
+    def edit(text):
+        text = text.replace('  - {id: "book:infra", title: AI Infra, title_zh: AI Infra, source: fixture}',
+                            '  - id: "book:infra"\n    title: AI Infra\n    title_zh: AI Infra\n    source: fixture\n'
+                            '    parts: [{number: 1, title: Foundations, title_zh: 基础与心智模型, chapters: ["infra:ch3", "infra:ch6"]}]')
+        return text.replace("    title: AI and LLM basics\n", "    title: AI and LLM basics\n    part: 2\n")
+    root = _root_with(tmp_path, "", edit)
+    found = _check(root)
+    assert any(p.endswith("infra:ch3 part: says part 2, but book:infra lists it in part 1") for p in found), found

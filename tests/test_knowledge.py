@@ -15,7 +15,7 @@ from engine.errors import KnowledgeError, Problem
 from engine.knowledge import Knowledge
 
 ROOTS = Path(__file__).parent / "fixtures" / "roots"
-KINDS = "books, chapters, concepts, paths"
+KINDS = "books, chapters, concepts, paths, actions"
 
 
 def make_root(tmp_path: Path, files: dict[str, str]) -> Path:

@@ -20,6 +20,7 @@ def run(args) -> int:
         "sections": len(knowledge.sections),
         "concepts": len(knowledge.concepts),
         "paths": len(knowledge.paths),
+        "actions": len(knowledge.actions),
     }
     if args.format == "json":
         emit(to_json({"ok": not problems, "counts": counts, "problems": [p.__str__() for p in problems]}))
