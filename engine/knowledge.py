@@ -23,6 +23,9 @@ from engine.schema import validate
 from engine.yamlio import MarkedDict, MarkedList, load_yaml
 
 KNOWLEDGE_KINDS = ("books", "chapters", "concepts", "paths", "actions")
+
+# folders of knowledge/ whose files each hold ONE record: folder -> (schema, Knowledge attribute)
+SINGLE_RECORD_FOLDERS = {"models": ("model", "models"), "hardware": ("hardware", "hardware"), "operators": ("operators", "operators")}
 _SCHEMA = {"books": "book", "chapters": "chapter", "concepts": "concept", "paths": "path", "actions": "action"}
 
 
@@ -43,6 +46,9 @@ class Knowledge:
     concepts: dict[str, Concept] = field(default_factory=dict)
     paths: dict[str, ReadingPath] = field(default_factory=dict)
     actions: dict[str, Action] = field(default_factory=dict)
+    models: dict[str, dict] = field(default_factory=dict)  # id -> schema-checked record (plain dicts)
+    hardware: dict[str, dict] = field(default_factory=dict)
+    operators: dict[str, dict] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
     places: dict[str, str] = field(default_factory=dict)  # id -> file:line
 
@@ -81,7 +87,20 @@ def formula_files(root: Path) -> list[Path]:
 
 
 def knowledge_files(root: Path) -> list[Path]:
-    return sorted((root / "knowledge").rglob("*.yaml")) if (root / "knowledge").is_dir() else []
+    """Files of kind -> records mappings (everything but the single-record folders)."""
+    if not (root / "knowledge").is_dir():
+        return []
+    single = {root / "knowledge" / folder for folder in SINGLE_RECORD_FOLDERS}
+    return sorted(p for p in (root / "knowledge").rglob("*.yaml") if not any(f in p.parents for f in single))
+
+
+def single_record_files(root: Path) -> list[tuple[str, Path]]:
+    out = []
+    for folder in SINGLE_RECORD_FOLDERS:
+        base = root / "knowledge" / folder
+        if base.is_dir():
+            out += [(folder, p) for p in sorted(base.rglob("*.yaml"))]
+    return out
 
 
 class _Loader:
@@ -105,6 +124,8 @@ class _Loader:
             self.load_formula_file(path)
         for path in knowledge_files(self.root):
             self.load_knowledge_file(path)
+        for folder, path in single_record_files(self.root):
+            self.load_single_record(folder, path)
         self.k.formulas = FormulaSet(self.formulas)
         self.problems += self.k.formulas.problems()
         self.k.problems = sorted(self.problems)
@@ -171,6 +192,24 @@ class _Loader:
                     continue
                 place = f"{display}:{iline}"
                 getattr(self, f"build_{kind}")(raw, place)
+
+    def load_single_record(self, folder: str, path: Path) -> None:
+        schema, attribute = SINGLE_RECORD_FOLDERS[folder]
+        display = self.display(path)
+        data, problems = load_yaml(path, display)
+        self.problems += problems
+        if problems or data is None:
+            return
+        if not isinstance(data, dict):
+            self.problems.append(Problem(display, "", "", f"expected one {schema} record (a mapping)"))
+            return
+        rid = str(data.get("id", path.stem))
+        schema_problems = validate(schema, data, display, rid)
+        if schema_problems:
+            self.problems += schema_problems
+            return
+        if self.claim(rid, f"{display}:{data.line}"):
+            getattr(self.k, attribute)[rid] = _plain(data)
 
     def build_books(self, raw: dict, place: str) -> None:
         if self.claim(raw["id"], place):
@@ -266,3 +305,12 @@ class _Loader:
             if ident is not None:
                 out.append(ident)
         return tuple(out)
+
+
+def _plain(value):
+    """Marked YAML containers as plain dicts and lists (records stored on Knowledge)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value

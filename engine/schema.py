@@ -18,7 +18,8 @@ from engine.yamlio import mark_at
 def validator(kind: str):
     from jsonschema import Draft202012Validator
 
-    text = resources.files("engine.schemas").joinpath(f"{kind}.json").read_text(encoding="utf-8")
+    resource = resources.files("engine.schemas").joinpath(f"{kind}.json")
+    text = resource.read_text(encoding="utf-8")
     schema = json.loads(text)
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)

@@ -22,6 +22,17 @@ HANDLERS = {
     ("formula", "solve"): "engine.cli.cmd_solve:run",
     ("graph", "stats"): "engine.cli.cmd_graph:stats",
     ("graph", "export"): "engine.cli.cmd_graph:export",
+    ("model", "list"): "engine.cli.cmd_model:list_",
+    ("model", "show"): "engine.cli.cmd_model:show",
+    ("model", "import"): "engine.cli.cmd_model:import_",
+    ("hardware", "list"): "engine.cli.cmd_hardware:list_",
+    ("hardware", "show"): "engine.cli.cmd_hardware:show",
+    ("roofline",): "engine.cli.cmd_roofline:run",
+    ("forward",): "engine.cli.cmd_forward:forward",
+    ("generate",): "engine.cli.cmd_forward:generate",
+    ("collective", "ring"): "engine.cli.cmd_collective:run",
+    ("collective", "tree"): "engine.cli.cmd_collective:run",
+    ("collective", "all-to-all"): "engine.cli.cmd_collective:run",
 }
 
 
@@ -116,7 +127,85 @@ def build_parser():
     p.add_argument("--to", choices=("graphml", "json"), required=True, help="export format")
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
     _shared(p, False)
+    _models_and_hardware(verbs, Parser, raw)
     return top
+
+
+def _models_and_hardware(verbs, Parser, raw) -> None:
+    """model, hardware, roofline, forward, generate and collective (issue 4)."""
+    model = verbs.add_parser("model", help="model architectures from config.json", description="Models: architecture fields from Hugging Face config.json files, with their source and parameter count.")
+    mverbs = model.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser)
+    mverbs.required = True
+    p = mverbs.add_parser("list", help="every model with its family and parameter count", description="List the models: id, family, attention, layers, parameters.")
+    _shared(p, False)
+    p = mverbs.add_parser("show", help="one model in full", description="Show a model: config fields, what the importer derived, the parameter count and the reference it matches.")
+    p.add_argument("id", metavar="ID", help="model id, e.g. qwen3-8b or model:qwen3-8b")
+    _shared(p, False)
+    p = mverbs.add_parser("import", help="write a model record from a config.json", description="Read a Hugging Face config.json and write knowledge/models/<id>.yaml atomically. Keys that do not change the architecture are ignored by an explicit list; any other key the importer does not understand is refused with its name.")
+    p.add_argument("config", metavar="CONFIG_JSON", help="path to a config.json")
+    p.add_argument("--id", dest="model_id", metavar="ID", help="model id (default: from the file's folder name)")
+    p.add_argument("--repo", help="Hugging Face repository the config came from, e.g. Qwen/Qwen3-8B")
+    p.add_argument("--revision", default="unpinned", help="commit of the config (default: unpinned)")
+    p.add_argument("--params", type=int, metavar="N", help="the official parameter total to check against")
+    p.add_argument("--out", metavar="DIR", help="folder to write into (default: ROOT/knowledge/models)")
+    _shared(p, False)
+
+    hw = verbs.add_parser("hardware", help="accelerators with precision-qualified peaks", description="Accelerators: peaks per input and accumulator precision (dense or sparse stated), memory, bandwidth, interconnect, TDP, each with its source.")
+    hverbs = hw.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser)
+    hverbs.required = True
+    p = hverbs.add_parser("list", help="every device", description="List the devices: id, vendor, memory, bandwidth, dense BF16 peak.")
+    _shared(p, False)
+    p = hverbs.add_parser("show", help="one device in full", description="Show every peak record of a device with precision, accumulator, execution unit, sparsity and source.")
+    p.add_argument("id", metavar="ID", help="device id, e.g. h100-sxm or hw:h100-sxm")
+    _shared(p, False)
+
+    p = verbs.add_parser("roofline", help="time bound and bottleneck on a device", description="Roofline bound on a device: time = max(FLOPs / peak, bytes / bandwidth), the bottleneck, arithmetic intensity and ridge point. With --model, every operator of the forward ledger and the total.",
+                         formatter_class=raw)
+    p.add_argument("--device", required=True, metavar="ID", help="device id, e.g. h100-sxm")
+    p.add_argument("--precision", default="bf16", help="input precision of the peak to use (default bf16)")
+    p.add_argument("--accumulator", help="accumulator precision, when the device states several (e.g. fp32, fp16)")
+    p.add_argument("--sparse", action="store_true", help="use a structured-sparse peak (never used otherwise)")
+    p.add_argument("--flops", metavar="F", help="work in FLOP (units accepted: 2.5e12, 2.5TFLOP)")
+    p.add_argument("--bytes", metavar="B", help="memory traffic in bytes (units accepted: 16GB, 80GiB)")
+    p.add_argument("--model", metavar="ID", help="bound every operator of this model's forward pass instead")
+    p.add_argument("--tokens", type=int, metavar="T", help="new tokens per sequence (with --model)")
+    p.add_argument("--batch", type=int, default=1, metavar="B", help="sequences (with --model; default 1)")
+    p.add_argument("--history", type=int, default=0, metavar="H", help="cached tokens per sequence (with --model)")
+    _shared(p, False)
+
+    for verb, help_, desc in (
+        ("forward", "per-operator account of one forward pass", "Per-operator ledger of one forward pass: shapes, matrix and scalar FLOPs, special functions, weight, activation and KV bytes. Prefill (tokens=T), decode (tokens=1 with --history), prefix-cache hits (history + new tokens)."),
+        ("generate", "totals of G decode steps after a prompt", "Totals for G decode calls after a P-token prompt: FLOPs, weight and KV bytes read and written."),
+    ):
+        p = verbs.add_parser(verb, help=help_, description=desc, formatter_class=raw)
+        p.add_argument("--model", required=True, metavar="ID", help="model id, e.g. qwen3-8b")
+        if verb == "forward":
+            p.add_argument("--tokens", type=int, required=True, metavar="T", help="new tokens per sequence")
+            p.add_argument("--history", type=int, default=0, metavar="H", help="tokens already in the KV cache (prefix hit or decode history)")
+            p.add_argument("--output-head", choices=("last", "all", "none"), default="last", help="logits for the last token (default), every token, or none")
+        else:
+            p.add_argument("--history", type=int, required=True, metavar="P", help="prompt tokens already prefilled")
+            p.add_argument("--steps", type=int, required=True, metavar="G", help="decode steps")
+        p.add_argument("--batch", type=int, default=1, metavar="B", help="sequences (default 1)")
+        p.add_argument("--routing", default="balanced", metavar="balanced|concentrated|FILE", help="MoE routing: balanced, concentrated, or a counts.json histogram")
+        p.add_argument("--weight-bytes", default="2", metavar="P", help="bytes per weight element (default 2)")
+        p.add_argument("--kv-bytes", default="2", metavar="P", help="bytes per cached element (default 2)")
+        p.add_argument("--tp", type=int, default=1, metavar="N", help="tensor-parallel degree for per-GPU KV bytes (default 1)")
+        _shared(p, False)
+
+    coll = verbs.add_parser("collective", help="round-by-round collective schedules", description="Round-by-round schedule of a collective: who sends which chunk to whom, per-rank bytes, total network bytes, critical-path steps and the alpha-beta time.")
+    cverbs = coll.add_subparsers(dest="action", metavar="ALGORITHM", parser_class=Parser)
+    cverbs.required = True
+    for algo, help_ in (("ring", "ring algorithm"), ("tree", "unsegmented binomial tree: reduce to rank 0, then broadcast"), ("all-to-all", "pairwise all-to-all from a source x destination matrix")):
+        p = cverbs.add_parser(algo, help=help_, description=help_)
+        p.add_argument("--op", required=True, choices=("allreduce", "allgather", "reducescatter", "alltoall"), help="the collective")
+        p.add_argument("--ranks", type=int, required=True, metavar="P", help="number of ranks")
+        p.add_argument("--bytes", required=True, metavar="M", help="message size per rank (units accepted: 1GB, 256MiB)")
+        p.add_argument("--bandwidth", metavar="B", help="per-link bandwidth, e.g. 50GB/s")
+        p.add_argument("--latency", metavar="A", help="per-step latency, e.g. 20us")
+        p.add_argument("--routing", default="balanced", metavar="balanced|hotspot|FILE", help="all-to-all traffic: balanced, hotspot, or a matrix.json")
+        p.add_argument("--show-rounds", type=int, default=8, metavar="N", help="rounds to print in text output (default 8; all in json)")
+        _shared(p, False)
 
 
 def fast_eval_args(argv: list[str]) -> SimpleNamespace | None:
