@@ -1,0 +1,186 @@
+"""``aiinfra model list|show|import``: formats, atomic writes and bad input (exit 2, one line)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from engine.cli.main import main
+from engine.knowledge import Knowledge
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# tiiuae/falcon-7b config.json: multi-query attention, 32 layers, hidden 4544, 71 heads
+FALCON_7B = {
+    "alibi": False, "apply_residual_connection_post_layernorm": False, "architectures": ["FalconForCausalLM"],
+    "attention_dropout": 0.0, "bias": False, "bos_token_id": 11, "eos_token_id": 11, "hidden_dropout": 0.0,
+    "hidden_size": 4544, "initializer_range": 0.02, "layer_norm_epsilon": 1e-05, "model_type": "falcon",
+    "multi_query": True, "new_decoder_architecture": False, "num_attention_heads": 71, "num_hidden_layers": 32,
+    "parallel_attn": True, "torch_dtype": "bfloat16", "transformers_version": "4.27.4", "use_cache": True, "vocab_size": 65024,
+}
+
+
+def run(argv, capsys):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def config_file(tmp_path) -> Path:
+    folder = tmp_path / "Falcon-7B"
+    folder.mkdir()
+    path = folder / "config.json"
+    path.write_text(json.dumps(FALCON_7B))
+    return path
+
+
+@pytest.fixture
+def out_dir(tmp_path) -> Path:
+    folder = tmp_path / "out"
+    folder.mkdir()
+    return folder
+
+
+# ----------------------------------------------------------------------------- list and show
+def test_list_text_names_every_shipped_model(capsys):
+    code, out, _ = run(["model", "list"], capsys)
+    assert code == 0
+    assert out.splitlines()[0].split() == ["id", "family", "attention", "layers", "hidden", "parameters", "active"]
+    names = {line.split()[0] for line in out.splitlines()[2:]}
+    assert names == {p.stem for p in (ROOT / "knowledge" / "models").glob("*.yaml")}
+
+
+def test_list_json_has_exact_counts(capsys):
+    code, out, _ = run(["model", "list", "--format", "json"], capsys)
+    rows = {r["id"]: r for r in json.loads(out)}
+    # Qwen/Qwen3-235B-A22B: Hub safetensors total 235093634560; model card 22B activated,
+    # FX18 example: 94 x (71303168 + 8448 + 151519232) + 1244659712 + 4096 = 22190763520
+    assert (rows["qwen3-235b-a22b"]["parameters"], rows["qwen3-235b-a22b"]["active"]) == (235093634560, 22190763520)
+    assert rows["qwen3-235b-a22b"]["family"] == "moe" and rows["deepseek-v3"]["attention"] == "mla"
+
+
+def test_list_csv_and_md(capsys):
+    _, csv_out, _ = run(["model", "list", "--format", "csv"], capsys)
+    assert csv_out.splitlines()[0] == "id,family,attention,layers,hidden,parameters,active,name,matches"
+    # meta-llama/Llama-3.1-8B: Hub safetensors total 8030261248
+    assert "llama-3.1-8b,dense,gqa,32,4096,8030261248,8030261248,Llama-3.1-8B,checkpoint" in csv_out.splitlines()
+    _, md_out, _ = run(["model", "list", "--format", "md"], capsys)
+    assert md_out.startswith("| id | family | attention | layers | hidden | parameters | active |")
+
+
+def test_show_json_carries_the_record_and_what_is_computed(capsys):
+    code, out, _ = run(["model", "show", "model:qwen3-8b", "--format", "json"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    assert data["source"]["revision"] == "b968826d9c46dd6066d109eabc6255188de91218"
+    # Hub safetensors total 8190735360; KV: 2 x 36 x 8 x 128 x 2 B = 147456
+    assert data["computed"]["total"] == 8190735360 and data["computed"]["reproduces_reference"] is True
+    assert data["computed"]["kv_bytes_per_token_bf16"] == 147456
+    assert data["computed"]["formulas"] == ["FX10", "FX12", "FX14", "FX11", "FX13", "FX17", "FX18"]
+
+
+def test_show_text_md_csv(capsys):
+    _, text, _ = run(["model", "show", "deepseek-v3"], capsys)
+    assert text.startswith("model:deepseek-v3 · DeepSeek-V3")
+    assert "the architecture reproduces it" in text and "router_bias" in text
+    _, md, _ = run(["model", "show", "gemma-3-27b-it", "--format", "md"], capsys)
+    assert md.startswith("# model:gemma-3-27b-it")
+    _, csv_out, _ = run(["model", "show", "opt-13b", "--format", "csv"], capsys)
+    lines = csv_out.splitlines()
+    assert lines[0] == "field,value" and "derived.position,learned" in lines
+    assert "parameters.matches,paper_rounded" in lines
+
+
+# ----------------------------------------------------------------------------- import
+def test_import_writes_a_record_that_loads(config_file, out_dir, capsys):
+    code, out, err = run(["model", "import", str(config_file), "--repo", "tiiuae/falcon-7b", "--out", str(out_dir)], capsys)
+    assert code == 0, err
+    target = out_dir / "falcon-7b.yaml"
+    assert out.startswith(f"wrote {target}")
+    assert [p.name for p in out_dir.iterdir()] == ["falcon-7b.yaml"]  # no temporary file left behind
+    rec = yaml.safe_load(target.read_text())
+    assert rec["id"] == "model:falcon-7b" and rec["derived"]["attention"] == "mqa"
+    assert rec["parameters"]["matches"] == "computed"
+    root = out_dir.parent / "root"
+    (root / "knowledge" / "models").mkdir(parents=True)
+    shutil.copy(target, root / "knowledge" / "models")
+    assert set(Knowledge.load(root).models) == {"model:falcon-7b"}
+    code, out, _ = run(["model", "list", "--root", str(root), "--format", "json"], capsys)  # shipped formulas count it
+    assert code == 0 and [r["id"] for r in json.loads(out)] == ["falcon-7b"]
+
+
+def test_import_with_an_id_and_a_matching_total(out_dir, capsys, tmp_path):
+    shipped = yaml.safe_load((ROOT / "knowledge" / "models" / "qwen3-8b.yaml").read_text())
+    path = tmp_path / "qwen.json"
+    path.write_text(json.dumps(shipped["config"]))
+    # Qwen/Qwen3-8B: Hub safetensors total 8190735360
+    argv = ["model", "import", str(path), "--id", "my-qwen", "--params", "8190735360", "--out", str(out_dir)]
+    code, out, _ = run(argv, capsys)
+    assert code == 0
+    assert out.splitlines()[1] == "model:my-qwen: dense, gqa, 36 layers, 8190735360 parameters (given)"
+    code, out, _ = run(argv, capsys)
+    assert out.startswith("replaced ")
+
+
+def test_a_failed_write_leaves_the_old_file(config_file, out_dir, capsys, monkeypatch):
+    target = out_dir / "falcon-7b.yaml"
+    target.write_text("old\n")
+
+    def refuse(*_):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("engine.cli.common.os.replace", refuse)
+    code, _, err = run(["model", "import", str(config_file), "--out", str(out_dir)], capsys)
+    assert code != 0 and "disk full" in err
+    assert target.read_text() == "old\n"
+    assert [p.name for p in out_dir.iterdir()] == ["falcon-7b.yaml"]
+
+
+# ----------------------------------------------------------------------------- bad input
+def _bad(tmp_path: Path) -> dict:
+    not_json = tmp_path / "broken.json"
+    not_json.write_text("{not json")
+    array = tmp_path / "array.json"
+    array.write_text("[1, 2]")
+    unknown = tmp_path / "unknown.json"
+    unknown.write_text(json.dumps(dict(FALCON_7B, attention_sink_size=4)))
+    good = tmp_path / "falcon.json"
+    good.write_text(json.dumps(FALCON_7B))
+    weird = tmp_path / "Weird Name!.json"
+    weird.write_text(json.dumps(FALCON_7B))
+    return {
+        "missing file": (["model", "import", str(tmp_path / "nope.json")], "aiinfra: error: CONFIG_JSON: "),
+        "folder": (["model", "import", str(tmp_path)], "aiinfra: error: CONFIG_JSON: "),
+        "not json": (["model", "import", str(not_json)], "aiinfra: error: CONFIG_JSON: "),
+        "json array": (["model", "import", str(array)], "aiinfra: error: CONFIG_JSON: "),
+        "unknown key": (["model", "import", str(unknown), "--out", str(tmp_path)], "aiinfra: error: attention_sink_size: is not a known config.json key"),
+        "wrong total": (["model", "import", str(good), "--params", "7000000000", "--out", str(tmp_path)], "aiinfra: error: --params: the architecture gives "),
+        "zero total": (["model", "import", str(good), "--params", "0", "--out", str(tmp_path)], "aiinfra: error: --params: expected a whole number >= 1"),
+        "bad id": (["model", "import", str(good), "--id", "Bad Id", "--out", str(tmp_path)], "aiinfra: error: --id: "),
+        "id from odd name": (["model", "import", str(weird), "--out", str(tmp_path)], "aiinfra: error: --id: cannot make a model id"),
+        "out missing": (["model", "import", str(good), "--out", str(tmp_path / "nowhere")], "aiinfra: error: --out: "),
+        "params not a number": (["model", "import", str(good), "--params", "8B"], "aiinfra model import: error: argument --params"),
+        "show unknown": (["model", "show", "gpt-5"], "aiinfra: error: ID: no model 'gpt-5' (known: deepseek-r1-distill-llama-70b, "),
+        "show without id": (["model", "show"], "aiinfra model show: error: "),
+        "no action": (["model"], "aiinfra model: error: "),
+    }
+
+
+BAD_NAMES = ["missing file", "folder", "not json", "json array", "unknown key", "wrong total", "zero total", "bad id",
+             "id from odd name", "out missing", "params not a number", "show unknown", "show without id", "no action"]
+
+
+@pytest.mark.parametrize("name", BAD_NAMES)
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(name, tmp_path, capsys):
+    argv, start = _bad(tmp_path)[name]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code, out, err = run(argv, capsys)
+    assert code == 2, (code, out, err)
+    assert len(err.strip().splitlines()) == 1 and err.startswith(start), err
+    assert "Traceback" not in err + out
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
