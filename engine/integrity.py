@@ -6,7 +6,9 @@
 4. reading paths follow the dependencies: a step whose prerequisite comes later in the
    path is a backward step, unless that later step is marked ``revisit: true``;
 5. every worked example of every formula reproduces its expected value;
-6. every formula passes the unit check (done while loading; its problems are included).
+6. every formula passes the unit check (done while loading; its problems are included);
+7. hardware records agree with themselves (a sparse peak about twice its dense one, link
+   directions, measured ratios for precisions the device has).
 """
 
 from __future__ import annotations
@@ -26,7 +28,17 @@ def check(k: Knowledge) -> list[Problem]:
     problems += _cycles(k, graph)
     problems += _paths(k, graph)
     problems += _examples(k)
+    problems += _hardware(k)
     return sorted(set(problems))
+
+
+def _hardware(k: Knowledge) -> list[Problem]:
+    """Cross-field rules of the hardware records (sparse vs dense, link directions, measured ratios)."""
+    if not k.hardware:
+        return []
+    from engine import hardware
+
+    return list(hardware.problems(k))
 
 
 def _dangling(k: Knowledge, graph) -> list[Problem]:

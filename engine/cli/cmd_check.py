@@ -21,6 +21,8 @@ def run(args) -> int:
         "concepts": len(knowledge.concepts),
         "paths": len(knowledge.paths),
         "actions": len(knowledge.actions),
+        "models": len(knowledge.models),
+        "devices": len(knowledge.hardware),
     }
     if args.format == "json":
         emit(to_json({"ok": not problems, "counts": counts, "problems": [p.__str__() for p in problems]}))

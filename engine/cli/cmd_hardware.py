@@ -1,0 +1,104 @@
+"""``aiinfra hardware list`` and ``aiinfra hardware show ID``."""
+
+from __future__ import annotations
+
+from engine import hardware
+from engine.cli.common import emit, root_of
+from engine.cli.render import table, to_json
+from engine.humanize import friendly, number
+from engine.knowledge import Knowledge
+
+LIST_COLUMNS = [("id", "id"), ("vendor", "vendor"), ("name", "name"), ("counted_as", "per"), ("memory", "memory"),
+                ("bandwidth", "bandwidth"), ("bf16", "bf16 dense"), ("fp8", "fp8 dense"), ("tdp", "TDP")]
+LIST_NUMBERS = [("memory_bytes", "memory_bytes"), ("bandwidth_Bps", "bandwidth_Bps"), ("bf16_flops", "bf16_flops"), ("fp8_flops", "fp8_flops"), ("tdp_w", "tdp_w")]
+PEAK_COLUMNS = [("precision", "precision"), ("accumulator", "accumulator"), ("unit", "unit"), ("sparsity", "sparsity"),
+                ("value", "value"), ("derivation", "derivation"), ("source", "source")]
+
+
+def list_(args) -> int:
+    k = Knowledge.load(root_of(args))
+    rows = [_list_row(d) for d in sorted(hardware.devices(k).values(), key=lambda d: (d.vendor, d.id))]
+    columns = LIST_COLUMNS + (LIST_NUMBERS if args.format in ("json", "csv") else [])
+    emit(table(rows, columns, args.format))
+    return 0
+
+
+def _list_row(d: hardware.Device) -> dict:
+    bf16, fp8 = d.headline("bf16"), d.headline("fp8")
+    return dict(
+        id=d.short_id, vendor=d.vendor, name=d.name, counted_as=d.counted_as["unit"], memory=d.memory_text,
+        bandwidth=d.bandwidth_text, bf16=bf16.text if bf16 else "-", fp8=fp8.text if fp8 else "-",
+        tdp=d.record["tdp"]["value"] if d.tdp_w else "-", memory_bytes=d.memory_bytes, bandwidth_Bps=d.bandwidth,
+        bf16_flops=bf16.flops if bf16 else None, fp8_flops=fp8.flops if fp8 else None, tdp_w=d.tdp_w,
+    )
+
+
+def show(args) -> int:
+    k = Knowledge.load(root_of(args))
+    d = hardware.find(k, args.id)
+    if args.format == "json":
+        emit(to_json(describe(d)))
+    elif args.format == "csv":
+        emit(table(_peak_rows(d), PEAK_COLUMNS + [("value_flops", "value_flops"), ("confidence", "confidence")], "csv"))
+    else:
+        emit(_document(d, md=args.format == "md"))
+    return 0
+
+
+def describe(d: hardware.Device) -> dict:
+    """The record as stored, with every quantity also in canonical units."""
+    out = dict(d.record)
+    out["parsed"] = {
+        "memory_bytes": d.memory_bytes, "bandwidth_Bps": d.bandwidth, "tdp_w": d.tdp_w,
+        "peaks": [{"precision": p.precision, "accumulator": p.accumulator, "unit": p.unit, "sparsity": p.sparsity, "flops": p.flops}
+                  for p in d.peaks],
+    }
+    return out
+
+
+def _peak_rows(d: hardware.Device) -> list[dict]:
+    return [dict(precision=p.precision, accumulator=p.accumulator, unit=p.unit, sparsity=p.sparsity, value=p.shown,
+                 value_flops=p.flops, derivation=p.derivation, confidence=p.confidence, source=p.source)
+            for p in d.peaks]
+
+
+def _document(d: hardware.Device, md: bool) -> str:
+    fmt = "md" if md else "text"
+    title = f"{d.id} · {d.name} ({d.vendor}, {d.form_factor})"
+    out = [f"# {title}" if md else title, ""]
+    counted = d.counted_as
+    per = f"; {counted['per_package']} per {counted['package']}" if counted["per_package"] > 1 else ""
+    out.append(f"Counted as: one {counted['unit']}{per}. {counted['note']}")
+    out.append(f"As of: {d.as_of}")
+    mem = d.record["memory"]
+    out.append(f"Memory: {d.memory_text} {d.memory_type} ({number(d.memory_bytes)} B = {friendly(d.memory_bytes, 'B')}), "
+               f"bandwidth {d.bandwidth_text}" + (f"; {mem['derivation']}" if mem.get("derivation") else "") + f" [{mem['source']}]")
+    if d.interconnect:
+        out.append("Interconnect: " + _link(d.interconnect))
+    if d.tdp_w:
+        tdp = d.record["tdp"]
+        out.append(f"TDP: {tdp['value']}" + (f" ({tdp['note']})" if tdp.get("note") else "") + f" [{tdp['source']}]")
+    out += ["", "## Peaks" if md else "Peaks:", table(_peak_rows(d), PEAK_COLUMNS, fmt)]
+    if d.measured:
+        rows = [dict(kind=m.kind, precision=m.precision, ratio=_ratio(m.low, m.high), workload=m.workload, source=m.source) for m in d.measured]
+        out += ["", "## Measured (achieved / peak)" if md else "Measured (achieved / peak):",
+                table(rows, [(c, c) for c in ("kind", "precision", "ratio", "workload", "source")], fmt)]
+    out += ["", "## Sources" if md else "Sources:"] + [f"- {s}" for s in d.sources]
+    if d.notes:
+        out += ["", f"Notes: {d.notes}"]
+    return "\n".join(out)
+
+
+def _link(link: dict) -> str:
+    parts = [f"{link[k]} {label}" for k, label in (("per_direction", "per direction"), ("bidirectional", "both directions"),
+                                                 ("unspecified_direction", "(direction not stated)")) if k in link]
+    text = f"{link['name']}: " + ", ".join(parts)
+    if link.get("links"):
+        text += f" ({link['links']})"
+    if link.get("derivation"):
+        text += f"; {link['derivation']}"
+    return text + f" [{link['source']}]"
+
+
+def _ratio(low: float, high: float) -> str:
+    return f"{low:.0%}" if low == high else f"{low:.0%}-{high:.0%}"

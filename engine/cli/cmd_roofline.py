@@ -1,0 +1,207 @@
+"""``aiinfra roofline``: the bound of given work on a device, or of every operator of a forward pass."""
+
+from __future__ import annotations
+
+from engine import hardware, roofline
+from engine.cli.common import emit, root_of
+from engine.cli.render import table, to_json
+from engine.errors import InputError, UnitError
+from engine.humanize import friendly, number
+from engine.knowledge import Knowledge
+from engine.units import parse_quantity
+
+
+def run(args) -> int:
+    root = root_of(args)
+    _check_mode(args)
+    k = Knowledge.load(root)
+    device = hardware.find(k, args.device, "--device")
+    selection = hardware.select_peak(device, args.precision, args.accumulator, args.sparse)
+    module = roofline.formula_module(root)
+    if args.model:
+        emit(_model_mode(args, k, device, selection, module))
+        return 0
+    flops, bytes_ = read_quantity(args.flops, "FLOP", "--flops"), read_quantity(args.bytes, "B", "--bytes")
+    result = roofline.bound(module, flops, bytes_, selection.peak.flops, device.bandwidth)
+    bands = roofline.bands(device, result, selection.peak.precision)
+    emit(render(device, selection, result, bands, args.format))
+    return 0
+
+
+def _check_mode(args) -> None:
+    if args.model:
+        if args.flops or args.bytes:
+            raise InputError("--model", "bounds the model's own operators; drop --flops and --bytes")
+        if args.tokens is None:
+            raise InputError("--tokens", "is needed with --model (new tokens per sequence)")
+        for name in ("tokens", "batch"):
+            if getattr(args, name) < 1:
+                raise InputError(f"--{name}", f"expected a whole number >= 1, got {getattr(args, name)}")
+        if args.history < 0:
+            raise InputError("--history", f"expected a whole number >= 0, got {args.history}")
+        return
+    for option, value in (("--flops", args.flops), ("--bytes", args.bytes)):
+        if value is None:
+            raise InputError(option, "is needed (or --model with --tokens to bound a forward pass)")
+
+
+def read_quantity(text: str, unit: str, option: str) -> float:
+    """One non-negative value in ``unit`` from the command line (units accepted as with --set)."""
+    try:
+        q = parse_quantity(text, unit)
+    except UnitError as exc:
+        raise InputError(option, f"{exc.text!r} {exc.message}") from None
+    if q.is_range:
+        raise InputError(option, "takes a single value")
+    if q.value < 0:
+        raise InputError(option, f"expected a value >= 0 {unit}, got {q.value:g}")
+    return q.value
+
+
+# ---------------------------------------------------------------------------- one bound
+
+
+def to_dict(device, selection, result: roofline.Bound, bands) -> dict:
+    """The calculation contract of DESIGN.md ("JSON result of a calculation"), plus the device and peak."""
+    def point(value, unit, source):
+        return {"value": value, "unit": unit, "low": value, "high": value, "source": source}
+
+    def out(value, unit):
+        return {"value": value, "unit": unit, "low": value, "high": value, "method": "exact"}
+
+    peak = selection.peak
+    return {
+        "calculator": "roofline",
+        "device": device.id,
+        "peak": roofline.describe_peak(selection),
+        "inputs": {
+            "op_flops": point(result.flops, "FLOP", "given"),
+            "op_bytes": point(result.bytes, "B", "given"),
+            "peak_flops": point(peak.flops, "FLOP/s", f"{device.id}: {peak.source}"),
+            "hbm_bandwidth": point(device.bandwidth, "B/s", f"{device.id}: {device.record['memory']['source']}"),
+        },
+        "outputs": {
+            "arith_intensity": out(result.intensity, "FLOP/B"),
+            "ridge_intensity": out(result.ridge, "FLOP/B"),
+            "attainable_flops": out(result.attainable, "FLOP/s"),
+            "time_bound": out(result.time, "s"),
+            "compute_time": out(result.compute_time, "s"),
+            "memory_time": out(result.memory_time, "s"),
+        },
+        "bottleneck": result.bottleneck,
+        "measured": [_band(b) for b in bands],
+        "formulas": list(roofline.FORMULAS),
+        "assumptions": ["time >= max(FLOPs / peak, bytes / bandwidth): perfect overlap of compute and memory traffic, HBM the only data path"],
+        "warnings": [f"{peak.precision} peak is 2:4 structured-sparse: valid only for sparse operands with sparse kernels"] if peak.sparse else [],
+    }
+
+
+def _band(b: roofline.Band) -> dict:
+    return {"kind": b.kind, "low": b.low, "high": b.high, "time_low": b.time_low, "time_high": b.time_high, "workload": b.workload, "source": b.source}
+
+
+def render(device, selection, result: roofline.Bound, bands, fmt: str) -> str:
+    data = to_dict(device, selection, result, bands)
+    if fmt == "json":
+        return to_json(data)
+    if fmt == "csv":
+        rows = [dict(kind="input", name=n, value=v["value"], unit=v["unit"], note=v["source"]) for n, v in data["inputs"].items()]
+        rows += [dict(kind="output", name=n, value=v["value"], unit=v["unit"], note="") for n, v in data["outputs"].items()]
+        rows.append(dict(kind="output", name="bottleneck", value=result.bottleneck, unit="", note=""))
+        return table(rows, [(c, c) for c in ("kind", "name", "value", "unit", "note")], "csv")
+    md = fmt == "md"
+    peak = selection.peak
+    lines = [f"## Roofline on {device.id}" if md else f"Roofline on {device.id} ({device.name})", ""]
+    lines.append(f"peak: {peak.label}" + (f"; {peak.derivation}" if peak.derivation else "") + f" [{peak.source}]")
+    lines += [f"note: {n}" for n in selection.notes]
+    lines.append(f"bandwidth: {device.bandwidth_text} [{device.record['memory']['source']}]")
+    lines.append("")
+    lines += _bound_lines(result)
+    lines += _band_lines(bands)
+    for w in data["warnings"]:
+        lines.append(f"warning: {w}")
+    lines.append(f"formulas: {', '.join(roofline.FORMULAS)}")
+    return "\n".join(lines)
+
+
+def _bound_lines(r: roofline.Bound) -> list[str]:
+    return [
+        f"work: {number(r.flops)} FLOP, {number(r.bytes)} B",
+        f"arithmetic intensity = {_intensity(r.intensity)} FLOP/B (FX36)",
+        f"ridge point = {number(r.ridge)} FLOP/B (FX37)",
+        f"attainable = {number(r.attainable)} FLOP/s" + _also(r.attainable, "FLOP/s") + " (FX38)",
+        f"compute time = {_seconds(r.compute_time)}, memory time = {_seconds(r.memory_time)}",
+        f"time bound = {_seconds(r.time)}, {r.bottleneck}-bound",
+    ]
+
+
+def _band_lines(bands) -> list[str]:
+    out = []
+    for b in bands:
+        ratio = f"{b.low:.0%}" if b.low == b.high else f"{b.low:.0%}-{b.high:.0%}"
+        span = _seconds(b.time_low) if b.low == b.high else f"{_seconds(b.time_low)} .. {_seconds(b.time_high)}"
+        out.append(f"measured {b.kind} on this device: {ratio} of peak ({b.workload}) -> {span} [{b.source}]")
+    return out
+
+
+def _seconds(t: float) -> str:
+    return f"{number(t)} s" + _also(t, "s")
+
+
+def _also(value: float, unit: str) -> str:
+    extra = friendly(value, unit)
+    return f" ({extra})" if extra else ""
+
+
+def _intensity(x: float) -> str:
+    return "unbounded (no bytes)" if x == float("inf") else number(x)
+
+
+# ---------------------------------------------------------------------------- forward ledger
+
+
+def _model_mode(args, k, device, selection, module) -> str:
+    if not roofline.ledger_available():
+        raise InputError("--model", "the per-operator forward ledger (engine/ledger.py) is not available in this installation yet")
+    from engine import ledger
+
+    result = ledger.forward(k, args.model, args.tokens, batch=args.batch, history=args.history)
+    rows = roofline.operator_bounds(module, result.rows, selection.peak.flops, device.bandwidth)
+    total_flops = sum(r.bound.flops for r in rows)
+    total_bytes = sum(r.bound.bytes for r in rows)
+    whole = roofline.bound(module, total_flops, total_bytes, selection.peak.flops, device.bandwidth)
+    per_op = sum(r.bound.time for r in rows)
+    data = {
+        "calculator": "roofline",
+        "device": device.id,
+        "model": args.model,
+        "scenario": {"tokens": args.tokens, "batch": args.batch, "history": args.history},
+        "peak": roofline.describe_peak(selection),
+        "hbm_bandwidth": device.bandwidth,
+        "operators": [_op_dict(r) for r in rows],
+        "totals": {"matrix_flops": total_flops, "bytes": total_bytes, "sum_of_operator_bounds_s": per_op,
+                   "single_roofline_s": whole.time, "single_roofline_bottleneck": whole.bottleneck},
+        "formulas": list(roofline.FORMULAS),
+        "assumptions": ["each operator runs alone at its own roofline bound; the sum assumes no overlap between operators",
+                        "matrix FLOPs are charged at the matrix-unit peak; scalar operations are listed, not bounded"],
+    }
+    if args.format == "json":
+        return to_json(data)
+    table_rows = [dict(name=r.name, repeats=r.repeats, flops=number(r.bound.flops), bytes=number(r.bound.bytes),
+                       intensity=_intensity(r.bound.intensity), time=number(r.bound.time), bound=r.bound.bottleneck) for r in rows]
+    columns = [("name", "operator"), ("repeats", "repeats"), ("flops", "matrix FLOP"), ("bytes", "bytes"), ("intensity", "FLOP/B"), ("time", "time s"), ("bound", "bound")]
+    if args.format == "csv":
+        return table(table_rows, columns, "csv")
+    fmt = "md" if args.format == "md" else "text"
+    lines = [f"Roofline of {args.model} on {device.id}: {selection.peak.label}, {device.bandwidth_text}, ridge {number(whole.ridge)} FLOP/B", ""]
+    lines.append(table(table_rows, columns, fmt))
+    lines += ["", f"sum of operator bounds = {_seconds(per_op)}",
+              f"single roofline of the totals = {_seconds(whole.time)}, {whole.bottleneck}-bound"]
+    lines += _band_lines(roofline.bands(device, whole, selection.peak.precision))
+    return "\n".join(lines)
+
+
+def _op_dict(r: roofline.OperatorBound) -> dict:
+    b = r.bound
+    return {"name": r.name, "repeats": r.repeats, "matrix_flops": b.flops, "bytes": b.bytes, "scalar_flops": r.scalar_flops,
+            "arith_intensity": None if b.intensity == float("inf") else b.intensity, "time_bound_s": b.time, "bottleneck": b.bottleneck}
