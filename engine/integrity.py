@@ -29,7 +29,17 @@ def check(k: Knowledge) -> list[Problem]:
     problems += _paths(k, graph)
     problems += _examples(k)
     problems += _hardware(k)
+    problems += _operators(k)
     return sorted(set(problems))
+
+
+def _operators(k: Knowledge) -> list[Problem]:
+    """Operator templates of the forward ledger: every expression parses over its declared names."""
+    if not k.operators:
+        return []
+    from engine import ledger
+
+    return list(ledger.template_problems(k.operators, k.places))
 
 
 def _hardware(k: Knowledge) -> list[Problem]:

@@ -250,6 +250,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = fast_eval_args(argv)
+        if args is None and argv[:1] in (["forward"], ["generate"]):
+            from engine.cli.cmd_forward import fast_args
+
+            args = fast_args(argv)
         if args is None:
             args = build_parser().parse_args(argv)
         key = tuple(x for x in (args.verb, getattr(args, "action", None)) if x)
