@@ -19,6 +19,11 @@ STEPS = [
      ["formula", "eval", "F2", "--set", "train_flops=6.3e24", "--set", "n_gpus=1024", "--set", "peak_flops=989TFLOPS", "--set", "mfu=35..45%"]),
     ("What MFU finishes that run within 120 days?",
      ["formula", "solve", "F2", "--for", "mfu", "--set", "train_flops=6.3e24", "--set", "n_gpus=1024", "--set", "peak_flops=989TFLOPS", "--le", "120d"]),
+    ("Models from official config.json files, with parameter totals that match the checkpoints", ["model", "list"]),
+    ("Per-operator account of a 2048-token prefill of Qwen3-8B", ["forward", "--model", "qwen3-8b", "--tokens", "2048"]),
+    ("The same operators bounded on an H100 SXM (dense BF16 peak, HBM3 bandwidth)",
+     ["roofline", "--device", "h100-sxm", "--model", "qwen3-8b", "--tokens", "2048"]),
+    ("Ring AllReduce of 1 GiB over 8 ranks at 50 GB/s, round by round", ["collective", "ring", "--op", "allreduce", "--ranks", "8", "--bytes", "1GiB", "--bandwidth", "50GB/s", "--show-rounds", "3"]),
     ("The knowledge graph", ["graph", "stats"]),
 ]
 
