@@ -32,20 +32,28 @@ _OWN = ("compiled.py", "codegen.py", "expr.py", "units.py", "symbolic.py", "form
 
 
 def content_hash(root) -> str:
-    """CRC-32 and Adler-32 over every formula file (path and bytes) and this generator's sources.
+    """Key of the compiled formula module: the formula files and this generator's sources."""
+    return files_key(root, ("formulas",), _OWN, GENERATOR_VERSION)
+
+
+def files_key(root, folders, own_files, salt: str = "") -> str:
+    """CRC-32 and Adler-32 over the YAML files of ``folders`` under ``root`` (path and bytes)
+    and over the engine's own ``own_files`` (by name, so the key does not depend on where
+    the root lives).
 
     zlib, not hashlib: the key only names a cache entry, and OpenSSL's start-up would
     cost more than the whole evaluation.
     """
-    crc, adler = zlib.crc32(GENERATOR_VERSION.encode()), zlib.adler32(GENERATOR_VERSION.encode())
+    crc, adler = zlib.crc32(salt.encode()), zlib.adler32(salt.encode())
     here = os.path.dirname(os.path.abspath(__file__))
-    files = [os.path.join(here, own) for own in _OWN]
-    folder = os.path.join(os.fspath(root), "formulas")
-    for dirpath, dirnames, filenames in sorted(os.walk(folder)):
-        dirnames.sort()
-        files += [os.path.join(dirpath, n) for n in sorted(filenames) if n.endswith(".yaml")]
-    for i, path in enumerate(files):
-        name = os.path.basename(path) if i < len(_OWN) else os.path.relpath(path, os.fspath(root))
+    files = [(own, os.path.join(here, own)) for own in own_files]
+    for folder in folders:
+        base = os.path.join(os.fspath(root), folder)
+        for dirpath, dirnames, filenames in sorted(os.walk(base)):
+            dirnames.sort()
+            files += [(None, os.path.join(dirpath, n)) for n in sorted(filenames) if n.endswith(".yaml")]
+    for own, path in files:
+        name = own if own is not None else os.path.relpath(path, os.fspath(root))
         with open(path, "rb") as fh:
             data = name.encode() + b"\0" + fh.read() + b"\0"
         crc, adler = zlib.crc32(data, crc), zlib.adler32(data, adler)

@@ -247,20 +247,9 @@ def load_root(root) -> Catalog:
 
 
 def _root_hash(root) -> str:
-    crc, adler = 0, 1
-    here = os.path.dirname(os.path.abspath(__file__))
-    files = [os.path.join(here, own) for own in _OWN]
-    for folder in ("models", "operators"):
-        base = os.path.join(os.fspath(root), "knowledge", folder)
-        for dirpath, dirnames, filenames in sorted(os.walk(base)):
-            dirnames.sort()
-            files += [os.path.join(dirpath, n) for n in sorted(filenames) if n.endswith(".yaml")]
-    for i, path in enumerate(files):
-        name = os.path.basename(path) if i < len(_OWN) else os.path.relpath(path, os.fspath(root))
-        with open(path, "rb") as fh:
-            data = name.encode() + b"\0" + fh.read() + b"\0"
-        crc, adler = zlib.crc32(data, crc), zlib.adler32(data, adler)
-    return f"{crc:08x}{adler:08x}{len(files):04x}"
+    from engine import compiled
+
+    return compiled.files_key(root, (os.path.join("knowledge", "models"), os.path.join("knowledge", "operators")), _OWN)
 
 
 def _root_source(root) -> str:
