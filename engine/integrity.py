@@ -8,7 +8,10 @@
 5. every worked example of every formula reproduces its expected value;
 6. every formula passes the unit check (done while loading; its problems are included);
 7. hardware records agree with themselves (a sparse peak about twice its dense one, link
-   directions, measured ratios for precisions the device has).
+   directions, measured ratios for precisions the device has);
+8. every calculator's outputs are produced by a formula, its inputs are formula symbols,
+   the formulas it reaches are Appendix B or extension numbers, its sections and chapters
+   resolve, its defaults read in their units and its failure boundaries parse.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ def check(k: Knowledge) -> list[Problem]:
     problems += _examples(k)
     problems += _hardware(k)
     problems += _operators(k)
+    problems += _calculators(k)
     return sorted(set(problems))
 
 
@@ -40,6 +44,14 @@ def _operators(k: Knowledge) -> list[Problem]:
     from engine import ledger
 
     return list(ledger.template_problems(k.operators, k.places))
+
+
+def _calculators(k: Knowledge) -> list[Problem]:
+    if not k.calculators:
+        return []
+    from engine import calculators
+
+    return calculators.problems(k)
 
 
 def _hardware(k: Knowledge) -> list[Problem]:

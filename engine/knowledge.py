@@ -25,7 +25,8 @@ from engine.yamlio import MarkedDict, MarkedList, load_yaml
 KNOWLEDGE_KINDS = ("books", "chapters", "concepts", "paths", "actions")
 
 # folders of knowledge/ whose files each hold ONE record: folder -> (schema, Knowledge attribute)
-SINGLE_RECORD_FOLDERS = {"models": ("model", "models"), "hardware": ("hardware", "hardware"), "operators": ("operators", "operators")}
+SINGLE_RECORD_FOLDERS = {"models": ("model", "models"), "hardware": ("hardware", "hardware"), "operators": ("operators", "operators"),
+                         "calculators": ("calculator", "calculators")}
 _SCHEMA = {"books": "book", "chapters": "chapter", "concepts": "concept", "paths": "path", "actions": "action"}
 
 
@@ -49,6 +50,7 @@ class Knowledge:
     models: dict[str, dict] = field(default_factory=dict)  # id -> schema-checked record (plain dicts)
     hardware: dict[str, dict] = field(default_factory=dict)
     operators: dict[str, dict] = field(default_factory=dict)
+    calculators: dict[str, dict] = field(default_factory=dict)  # calc:<name> -> record (engine.calculators)
     problems: list[Problem] = field(default_factory=list)
     places: dict[str, str] = field(default_factory=dict)  # id -> file:line
 

@@ -33,6 +33,8 @@ HANDLERS = {
     ("collective", "ring"): "engine.cli.cmd_collective:run",
     ("collective", "tree"): "engine.cli.cmd_collective:run",
     ("collective", "all-to-all"): "engine.cli.cmd_collective:run",
+    ("calc", "list"): "engine.cli.cmd_calc:list_",
+    ("calc",): "engine.cli.cmd_calc:run",  # every other ``calc <name>``
 }
 
 
@@ -76,7 +78,7 @@ SOLVE_EXAMPLES = """examples:
 """
 
 
-def build_parser():
+def build_parser(argv: list[str] | None = None):
     import argparse
 
     raw = argparse.RawDescriptionHelpFormatter
@@ -128,7 +130,50 @@ def build_parser():
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
     _shared(p, False)
     _models_and_hardware(verbs, Parser, raw)
+    if argv is not None and _verb_and_root(argv)[0] == "calc":  # the knowledge is read only for this verb
+        _calculators(verbs, Parser, raw, _verb_and_root(argv)[1])
     return top
+
+
+def _verb_and_root(argv: list[str]) -> tuple[str | None, str | None]:
+    """The first positional word and the --root value, read before parsing."""
+    verb, root, i = None, None, 0
+    while i < len(argv):
+        token = argv[i]
+        if token in ("--format", "--root"):
+            if token == "--root" and i + 1 < len(argv):
+                root = argv[i + 1]
+            i += 2
+            continue
+        if token.startswith("--root="):
+            root = token.split("=", 1)[1]
+        elif not token.startswith("-") and verb is None:
+            verb = token
+        i += 1
+    return verb, root
+
+
+def _calculators(verbs, Parser, raw, root: str | None) -> None:
+    """``calc list`` and one subcommand per calculator, generated from knowledge/calculators/."""
+    from engine import compiled
+    from engine.calculators import load_records
+    from engine.cli.cmd_calc import help_text
+    from engine.cli.common import root_of
+
+    root = root_of(SimpleNamespace(root=root))
+    records = load_records(root)
+    module = compiled.load(root)
+    calc = verbs.add_parser("calc", help="calculators declared as data (knowledge/calculators/)", description="Calculators: formula chains derived from the formula graph, with ranges, assumptions and failure boundaries.")
+    cverbs = calc.add_subparsers(dest="action", metavar="CALCULATOR", parser_class=Parser)
+    cverbs.required = True
+    p = cverbs.add_parser("list", help="every calculator", description="List the calculators: id, title, outputs.")
+    _shared(p, False)
+    for cid, rec in sorted(records.items()):
+        name = cid.split(":", 1)[1]
+        p = cverbs.add_parser(name, help=rec["title"], description=f"{rec['title']} ({rec['title_zh']})", formatter_class=raw, epilog=help_text(rec, module))
+        p.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE", help="an input or intermediate symbol, e.g. --set context_tokens=8192 or a range 1..3 (repeatable)")
+        p.add_argument("--explain", action="store_true", help="print each formula with its number and the values substituted")
+        _shared(p, False)
 
 
 def _models_and_hardware(verbs, Parser, raw) -> None:
@@ -255,9 +300,9 @@ def main(argv: list[str] | None = None) -> int:
 
             args = fast_args(argv)
         if args is None:
-            args = build_parser().parse_args(argv)
+            args = build_parser(argv).parse_args(argv)
         key = tuple(x for x in (args.verb, getattr(args, "action", None)) if x)
-        module_name, func_name = HANDLERS[key].split(":")
+        module_name, func_name = (HANDLERS.get(key) or HANDLERS[key[:1]]).split(":")
         module = __import__(module_name, fromlist=[func_name])
         code = getattr(module, func_name)(args)
         sys.stdout.flush()

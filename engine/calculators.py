@@ -1,0 +1,530 @@
+"""Calculators declared as data: ``knowledge/calculators/<name>.yaml`` run over the formula graph.
+
+A calculator names formula symbols as inputs and outputs. Its formula chain is derived,
+not written: from each output back through the formula that produces it, until a symbol is
+given by the user, is a declared input, or has a default. A user may give an intermediate
+symbol (``kv_bytes_per_token``) and the chain stops there. Categorical selectors (``attention``)
+are inputs too and choose each formula's variant. Evaluation is topological and uses the
+compiled formula functions (no sympy).
+
+Ranges: an output's range is ``exact`` when the per-input monotonicity the compiler stored
+composes along the chain to one known direction for every ranged input it depends on (the
+corners are then evaluated through the chain); otherwise it is ``sampled`` (corners plus
+seeded uniform samples through the NumPy twins).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from engine.errors import EvaluationError, InputError, KnowledgeError, Problem
+from engine.evaluate import SAMPLES, InputValue, OutputValue, _call, check_domain, read_input
+from engine.units import Quantity
+
+FOLDER = ("knowledge", "calculators")
+# Appendix B numbers F1..F22 and the extension range FX1..
+FORMULA_NUMBER = re.compile(r"^(F([1-9]|1[0-9]|2[0-2])|FX[1-9][0-9]*)$")
+
+
+@dataclass
+class Calculator:
+    id: str
+    title: str
+    title_zh: str
+    sections: list[str]
+    chapters: list[str]
+    inputs: dict[str, dict]  # symbol -> {default, source, description}
+    outputs: list[str]
+    assumptions: list[str] = field(default_factory=list)
+    failure_boundaries: list[dict] = field(default_factory=list)
+    notes: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.id.split(":", 1)[1]
+
+    @classmethod
+    def from_record(cls, rec: dict) -> Calculator:
+        return cls(
+            rec["id"], rec["title"], rec["title_zh"], list(rec.get("sections", ())), list(rec.get("chapters", ())),
+            {i["symbol"]: {k: v for k, v in i.items() if k != "symbol"} for i in rec["inputs"]},
+            list(rec["outputs"]), list(rec.get("assumptions", ())), list(rec.get("failure_boundaries", ())), rec.get("notes", ""),
+        )
+
+
+def load_records(root) -> dict[str, dict]:
+    """The calculator records of ``root`` (only this folder: the CLI does not load the whole root)."""
+    from engine.knowledge import _plain
+    from engine.schema import validate
+    from engine.yamlio import load_yaml
+
+    base = Path(root).joinpath(*FOLDER)
+    out: dict[str, dict] = {}
+    problems: list[Problem] = []
+    for path in sorted(base.glob("*.yaml")) if base.is_dir() else []:
+        display = "/".join(FOLDER + (path.name,))
+        data, found = load_yaml(path, display)
+        problems += found
+        if found or data is None:
+            continue
+        if not isinstance(data, dict):
+            problems.append(Problem(display, "", "", "expected one calculator record (a mapping)"))
+            continue
+        found = validate("calculator", data, display, str(data.get("id", path.stem)))
+        problems += found
+        if not found:
+            out[data["id"]] = _plain(data)
+    if problems:
+        raise KnowledgeError(problems)
+    return out
+
+
+# ---------------------------------------------------------------------- the formula graph
+
+
+class Graph:
+    """Symbols and producers of the compiled formula table (``module.FORMULAS``)."""
+
+    def __init__(self, module):
+        self.module = module
+        self.formulas = module.FORMULAS
+        self.producer: dict[str, str] = {}
+        self.symbols: dict[str, dict] = {}  # name -> spec of its first consumer (units agree: a load rule)
+        for fid, meta in self.formulas.items():
+            self.producer.setdefault(meta["output"]["symbol"], fid)
+            for name, spec in meta["symbols"].items():
+                self.symbols.setdefault(name, spec)
+        self.units = {n: s["unit"] for n, s in self.symbols.items()}
+        for meta in self.formulas.values():
+            self.units.setdefault(meta["output"]["symbol"], meta["output"]["unit"])
+
+    def spec(self, name: str) -> dict:
+        if name in self.symbols:
+            return self.symbols[name]
+        out = self.formulas[self.producer[name]]["output"]
+        return {"desc": out["desc"], "unit": out["unit"], "domain": "real", "values": [], "default": None, "default_source": ""}
+
+    def known(self, name: str) -> bool:
+        return name in self.symbols or name in self.producer
+
+    def default(self, name: str):
+        spec = self.symbols.get(name)
+        return None if spec is None else spec["default"]
+
+    def upstream(self, names: list[str]) -> set[str]:
+        """Every symbol the producers of ``names`` depend on, over all variants."""
+        seen: set[str] = set()
+        todo = list(names)
+        while todo:
+            fid = self.producer.get(todo.pop())
+            if fid is None:
+                continue
+            meta = self.formulas[fid]
+            for n in [meta["selector"]] * bool(meta["selector"]) + [i for v in meta["variants"].values() for i in v["inputs"]]:
+                if n not in seen:
+                    seen.add(n)
+                    todo.append(n)
+        return seen
+
+    def reach(self, calc: Calculator) -> tuple[list[str], set[str]]:
+        """Formulas (all variants) and symbols a calculator can reach from its outputs."""
+        fids: list[str] = []
+        symbols: set[str] = set()
+        todo = list(calc.outputs)
+        while todo:
+            name = todo.pop()
+            if name in symbols:
+                continue
+            symbols.add(name)
+            is_output = name in calc.outputs
+            if name not in self.producer or (not is_output and (name in calc.inputs or self.default(name) is not None)):
+                continue
+            fid = self.producer[name]
+            if fid in fids:
+                continue
+            fids.append(fid)
+            meta = self.formulas[fid]
+            if meta["selector"]:
+                todo.append(meta["selector"])
+            for variant in meta["variants"].values():
+                todo += variant["inputs"]
+        return fids, symbols
+
+
+# ---------------------------------------------------------------------- results
+
+
+class CalcResult:
+    """One calculation; ``to_json`` is the DESIGN.md contract."""
+
+    def __init__(self, calc: Calculator, inputs, outputs, formulas, assumptions, warnings, steps):
+        self.calculator = calc.id
+        self.title = calc.title
+        self.inputs: dict[str, InputValue] = inputs
+        self.outputs: dict[str, OutputValue] = outputs
+        self.formulas: list[str] = formulas
+        self.assumptions: list[str] = assumptions
+        self.warnings: list[str] = warnings
+        self.steps: list[dict] = steps  # for --explain: id, name, variant, symbol, expr, substituted, value, unit
+
+    def to_json(self) -> dict:
+        return {
+            "calculator": self.calculator,
+            "inputs": {k: v._asdict() for k, v in self.inputs.items()},
+            "outputs": {k: v._asdict() for k, v in self.outputs.items()},
+            "formulas": list(self.formulas),
+            "assumptions": list(self.assumptions),
+            "warnings": list(self.warnings),
+        }
+
+    def _repr_markdown_(self) -> str:
+        from engine.cli.cmd_calc import render
+
+        return render(self, "md", explain=False)
+
+
+# ---------------------------------------------------------------------- running
+
+
+def run(calc: Calculator, module, given: dict[str, object]) -> CalcResult:
+    """Evaluate ``calc`` for ``given`` (symbol -> text or number in the symbol's unit)."""
+    graph = Graph(module)
+    fids, allowed = graph.reach(calc)
+    for name in given:
+        if name not in allowed:
+            raise InputError(f"--set {name}", f"is not an input of {calc.id} (its inputs: {', '.join(calc.inputs)})")
+    plan = _Plan(calc, graph, given)
+    for name in given:  # every given value is read and checked first, so its error comes first
+        plan.leaf(name)
+    upstream = graph.upstream([n for n in given if n in graph.producer])
+    skipped = [n for n in calc.outputs if n in upstream and n not in given]
+    wanted = [n for n in calc.outputs if n not in skipped]
+    # outputs no other output depends on are required; the others only when the chain reaches
+    # them or their inputs are there (flop_basis=hardware needs no train_flops)
+    feeding = graph.upstream(wanted)
+    for name in wanted:  # in declared order, so the evaluation order reads like the output list
+        if name not in feeding:
+            plan.need(name, output=True)
+            continue
+        saved = plan.snapshot()
+        try:
+            plan.need(name, output=True)
+        except _Missing as exc:
+            plan.restore(saved)
+            skipped.append(name)
+            plan.missing[name] = exc.field.removeprefix("--set ")
+    wanted = [n for n in wanted if n not in skipped]
+    unused = [n for n in given if n not in plan.used]
+    for name in unused:
+        plan.inputs.pop(name, None)
+        plan.quantities.pop(name, None)
+    quantities = plan.quantities
+    point = _chain(plan.order, module, {n: q.value for n, q in quantities.items()})
+    ranged = [n for n, q in quantities.items() if q.is_range]
+    directions = _directions(plan.order, module, ranged)
+    outputs: dict[str, OutputValue] = {}
+    sampled_needed = []
+    for name in wanted:
+        unit = graph.units[name]
+        if name in quantities:  # given directly by the user
+            q = quantities[name]
+            outputs[name] = OutputValue(q.value, unit, q.low, q.high, "exact")
+            continue
+        deps = directions.get(name, {})
+        if not deps:
+            outputs[name] = OutputValue(point[name], unit, point[name], point[name], "exact")
+        elif all(d is not None for d in deps.values()):
+            low_in = {n: q.value for n, q in quantities.items()}
+            high_in = dict(low_in)
+            for leaf, d in deps.items():
+                q = quantities[leaf]
+                low_in[leaf], high_in[leaf] = (q.low, q.high) if d == "increasing" else (q.high, q.low)
+            lo = _chain(plan.order, module, low_in)[name]
+            hi = _chain(plan.order, module, high_in)[name]
+            outputs[name] = OutputValue(point[name], unit, min(lo, hi), max(lo, hi), "exact")
+        else:
+            sampled_needed.append(name)
+    if sampled_needed:
+        lows, highs = _sampled(plan, module, ranged, sampled_needed, point)
+        for name in sampled_needed:
+            outputs[name] = OutputValue(point[name], graph.units[name], lows[name], highs[name], "sampled")
+    outputs = {n: outputs[n] for n in wanted}
+    warnings = _boundaries(calc, graph, point, outputs, quantities)
+    for name in skipped:
+        why = f"needs {plan.missing[name]}" if name in plan.missing else "upstream of a symbol given directly"
+        warnings.append(f"not computed: {name} ({why}; the outputs above do not depend on it)")
+    if unused:
+        warnings.append(f"not used by this chain: {', '.join(unused)} (a symbol given directly, or a selector, made it unnecessary)")
+    assumptions = list(calc.assumptions)
+    for fid, key in plan.order:
+        meta = module.FORMULAS[fid]
+        for a in list(meta["assumptions"]) + list(meta["variants"][key]["assumptions"]):
+            if a not in assumptions:
+                assumptions.append(f"{fid}: {a}")
+    steps = [_step(module, fid, key, point) for fid, key in plan.order]
+    return CalcResult(calc, plan.inputs, outputs, [fid for fid, _ in plan.order], assumptions, warnings, steps)
+
+
+class _Missing(InputError):
+    """A chain input without a value (given, declared default or formula default)."""
+
+
+class _Plan:
+    """Resolves symbols depth-first: leaves get values, produced symbols add their formula."""
+
+    def __init__(self, calc: Calculator, graph: Graph, given: dict[str, object]):
+        self.calc, self.graph, self.given = calc, graph, given
+        self.inputs: dict[str, InputValue] = {}
+        self.quantities: dict[str, Quantity] = {}
+        self.selectors: dict[str, str] = {}
+        self.computed: set[str] = set()
+        self.order: list[tuple[str, str]] = []
+        self.active: list[str] = []
+        self.missing: dict[str, str] = {}
+        self.used: set[str] = set()
+
+    def snapshot(self):
+        return (dict(self.inputs), dict(self.quantities), dict(self.selectors), set(self.computed), list(self.order), set(self.used))
+
+    def restore(self, saved) -> None:
+        self.inputs, self.quantities, self.selectors, self.computed, self.order, self.used = saved
+        self.active = []
+
+    def need(self, name: str, output: bool = False) -> None:
+        if name in self.computed:
+            return
+        if name in self.inputs:
+            self.used.add(name)
+            return
+        g = self.graph
+        derive = name in g.producer and name not in self.given and (output or (name not in self.calc.inputs and g.default(name) is None))
+        if not derive:
+            self.leaf(name)
+            self.used.add(name)
+            return
+        fid = g.producer[name]
+        if fid in self.active:  # the formula graph is acyclic (a load rule); kept as a guard
+            raise EvaluationError(fid, "is part of a cycle of formulas")
+        self.active.append(fid)
+        meta = g.formulas[fid]
+        key = ""
+        if meta["selector"]:
+            self.need(meta["selector"])
+            key = self.selectors[meta["selector"]]
+            if key not in meta["variants"]:
+                raise InputError(f"--set {meta['selector']}", f"{key!r} is not a variant of {fid} (its variants: {', '.join(meta['variants'])})")
+        for n in meta["variants"][key]["inputs"]:
+            self.need(n)
+        self.active.pop()
+        self.order.append((fid, key))
+        self.computed.add(name)
+
+    def leaf(self, name: str) -> None:
+        g = self.graph
+        spec = g.spec(name)
+        declared = self.calc.inputs.get(name, {})
+        if name in self.given:
+            raw, source = self.given[name], "user"
+        elif declared.get("default") is not None:
+            raw, source = declared["default"], f"default: {declared['source']}"
+        elif g.default(name) is not None:
+            raw, source = g.default(name), f"default: {spec['default_source']}"
+        else:
+            desc = declared.get("description") or spec["desc"]
+            unit = f"{spec['unit']}, " if spec["unit"] not in ("", "1") else ""
+            raise _Missing(f"--set {name}", f"{self.calc.id} needs a value for {name} ({unit}{desc})")
+        if spec["values"]:  # a categorical selector
+            value = str(raw).strip()
+            if value not in spec["values"]:
+                raise InputError(f"--set {name}", f"{value!r} is not one of {', '.join(spec['values'])}")
+            self.selectors[name] = value
+            self.inputs[name] = InputValue(value, "", value, value, source)
+            return
+        q = Quantity(*raw) if isinstance(raw, list) else read_input(name, raw, spec)
+        check_domain(name, q, spec)
+        self.quantities[name] = q
+        self.inputs[name] = InputValue(q.value, spec["unit"], q.low, q.high, source)
+
+
+def _chain(order, module, values: dict, numpy: bool = False) -> dict:
+    values = dict(values)
+    for fid, key in order:
+        meta = module.FORMULAS[fid]
+        variant = meta["variants"][key]
+        args = [values[n] for n in variant["inputs"]]
+        if numpy:
+            values[meta["output"]["symbol"]] = getattr(module, variant["np"])(*args)
+        else:
+            values[meta["output"]["symbol"]] = _call(fid, getattr(module, variant["fn"]), args)
+    return values
+
+
+_FLIP = {"increasing": "decreasing", "decreasing": "increasing"}
+
+
+def _directions(order, module, ranged: list[str]) -> dict[str, dict[str, str | None]]:
+    """symbol -> {ranged leaf it depends on: 'increasing' | 'decreasing' | None (unknown)}.
+
+    Composition of the stored monotonicity: y = f(a, b, ...) is increasing in a leaf x when
+    every argument that depends on x moves y the same way. A stored 'constant' for an
+    argument that does depend on a ranged leaf is not trusted (it becomes unknown), so the
+    range is sampled rather than possibly wrong.
+    """
+    dirs: dict[str, dict[str, str | None]] = {n: {n: "increasing"} for n in ranged}
+    for fid, key in order:
+        meta = module.FORMULAS[fid]
+        variant = meta["variants"][key]
+        out: dict[str, str | None] = {}
+        seen: dict[str, set] = {}
+        for arg in variant["inputs"]:
+            for leaf, d in dirs.get(arg, {}).items():
+                m = variant["mono"].get(arg)
+                if d is None or m not in ("increasing", "decreasing"):
+                    composed = None
+                else:
+                    composed = d if m == "increasing" else _FLIP[d]
+                seen.setdefault(leaf, set()).add(composed)
+        for leaf, ds in seen.items():
+            out[leaf] = ds.pop() if len(ds) == 1 else None
+        dirs[meta["output"]["symbol"]] = out
+    return dirs
+
+
+def _sampled(plan: _Plan, module, ranged: list[str], names: list[str], point: dict):
+    """Corners of the ranged inputs (up to 2^10) plus seeded uniform samples, through the NumPy twins."""
+    import itertools
+
+    import numpy as np
+
+    corners = list(itertools.islice(itertools.product((0, 1), repeat=len(ranged)), 1024))
+    rng = np.random.default_rng(0)
+    count = len(corners) + SAMPLES
+    values = {}
+    for n, q in plan.quantities.items():
+        if not q.is_range:
+            values[n] = np.full(count, q.value)
+            continue
+        k = ranged.index(n)
+        xs = np.concatenate([np.array([(q.low, q.high)[c[k]] for c in corners], dtype=float), rng.uniform(q.low, q.high, SAMPLES)])
+        if plan.graph.spec(n)["domain"].endswith("integer"):
+            xs = np.round(xs)
+        values[n] = xs
+    with np.errstate(all="ignore"):
+        out = _chain(plan.order, module, values, numpy=True)
+    lows, highs = {}, {}
+    for n in names:
+        v = np.asarray(out[n], dtype=float) * np.ones(count)
+        v = v[np.isfinite(v)]
+        if v.size == 0:
+            raise EvaluationError(n, "no finite value over the given ranges")
+        lows[n], highs[n] = float(min(v.min(), point[n])), float(max(v.max(), point[n]))
+    return lows, highs
+
+
+def condition_function(text: str, symbols):
+    """A Python function of the condition's symbols (in sorted order), built from the whitelisted tree.
+
+    The comparison is wrapped as ``Piecewise((1, cond), (0, True))`` because engine.expr allows
+    comparisons only as Piecewise conditions. The source handed to exec is generated by
+    engine.codegen from that checked tree only, as engine.compiled does for the formulas.
+    """
+    from engine import codegen
+    from engine.expr import parse
+
+    tree = parse(f"Piecewise((1, {text}), (0, True))", frozenset(symbols))
+    used = sorted(tree.symbols())
+    names = {n: f"v_{n}" for n in used}
+    source = codegen.PRELUDE + f"\ndef _cond({', '.join(names[n] for n in used)}):\n    return {codegen.to_python(tree, names)}\n"
+    namespace: dict = {}
+    exec(compile(source, "<failure boundary>", "exec"), namespace)  # generated from a whitelisted tree only
+    return used, namespace["_cond"]
+
+
+def _boundaries(calc: Calculator, graph: Graph, point: dict, outputs: dict, quantities: dict) -> list[str]:
+    warnings = []
+    for fb in calc.failure_boundaries:
+        used, fn = condition_function(fb["when"], graph.units)
+        if any(n not in point for n in used):
+            continue  # a symbol of the condition is not on this chain
+        if fn(*[point[n] for n in used]):
+            warnings.append(f"{fb['message']} ({fb['when']})")
+            continue
+        ends = []
+        for pick in ("low", "high"):
+            ends.append([getattr(outputs[n], pick) if n in outputs else (getattr(quantities[n], pick) if n in quantities else point[n]) for n in used])
+        if any(fn(*e) for e in ends):
+            warnings.append(f"within the given ranges, possibly: {fb['message']} ({fb['when']})")
+    return warnings
+
+
+def _step(module, fid: str, key: str, values: dict) -> dict:
+    def number(x: float) -> str:  # full precision, so a reader can recompute by hand
+        return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:.10g}"
+
+    meta = module.FORMULAS[fid]
+    variant = meta["variants"][key]
+    expr = variant["expr"]
+    substituted = re.sub(r"\b[A-Za-z_][A-Za-z0-9_]*\b", lambda m: number(values[m.group(0)]) if m.group(0) in variant["inputs"] else m.group(0), expr)
+    symbol = meta["output"]["symbol"]
+    return {"id": fid, "name": meta["name"], "variant": key, "symbol": symbol, "expr": expr, "substituted": substituted,
+            "value": values[symbol], "unit": meta["output"]["unit"]}
+
+
+# ---------------------------------------------------------------------- integrity
+
+
+def problems(k) -> list[Problem]:
+    """Integrity of every calculator of a loaded root (rule 8 of engine.integrity)."""
+    if not k.calculators:
+        return []
+    from engine import compiled
+    from engine.errors import AiinfraError, ExprError, UnitError
+    from engine.units import parse_quantity
+
+    try:
+        module = compiled.from_formulas(k.formulas)
+    except AiinfraError as exc:  # pragma: no cover - reported by the formula rules
+        return [Problem("", "", "", f"cannot compile the formulas: {exc}")]
+    graph = Graph(module)
+    out = []
+    for cid, rec in sorted(k.calculators.items()):
+        place = k.places.get(cid, "")
+        calc = Calculator.from_record(rec)
+        if place and Path(place.rsplit(":", 1)[0]).stem != calc.name:
+            out.append(Problem(place, cid, "id", f"the file should be named {calc.name}.yaml"))
+        for j, name in enumerate(calc.outputs):
+            if name not in graph.producer:
+                out.append(Problem(place, cid, f"outputs[{j}]", f"{name} is not produced by any formula"))
+        for name, spec in calc.inputs.items():
+            if not graph.known(name):
+                out.append(Problem(place, cid, f"inputs.{name}", "is not a formula symbol"))
+                continue
+            default = spec.get("default")
+            if default is None:
+                continue
+            sym = graph.spec(name)
+            if sym["values"]:
+                if str(default) not in sym["values"]:
+                    out.append(Problem(place, cid, f"inputs.{name}.default", f"{default!r} is not one of {', '.join(sym['values'])}"))
+                continue
+            try:
+                check_domain(name, parse_quantity(str(default), sym["unit"]), sym)
+            except (UnitError, InputError) as exc:
+                out.append(Problem(place, cid, f"inputs.{name}.default", str(exc)))
+        fids, _ = graph.reach(calc)
+        for fid in fids:
+            if not FORMULA_NUMBER.match(fid):
+                out.append(Problem(place, cid, "", f"reaches {fid}, which is neither an Appendix B number (F1..F22) nor in the extension range (FX..)"))
+        for field_, table in (("sections", k.sections), ("chapters", k.chapters)):
+            for j, ident in enumerate(getattr(calc, field_)):
+                if ident not in table:
+                    out.append(Problem(place, cid, f"{field_}[{j}]", f"refers to {ident}, which is not defined"))
+        for j, fb in enumerate(calc.failure_boundaries):
+            try:
+                used, _ = condition_function(fb["when"], graph.units)
+            except ExprError as exc:
+                out.append(Problem(place, cid, f"failure_boundaries[{j}].when", exc.reason))
+    return out
+
