@@ -57,3 +57,12 @@ def _pick(v: float) -> tuple[str, float]:
         if v >= size:
             return name, size
     return "", 1.0
+
+
+def value_range(v) -> str:
+    """``v.value`` with its range, ``0.4 [0.35 .. 0.45]``, for anything with value/low/high."""
+    if isinstance(v.value, str):
+        return v.value
+    if v.low != v.high:
+        return f"{number(v.value)} [{number(v.low)} .. {number(v.high)}]"
+    return number(v.value)

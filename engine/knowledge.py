@@ -20,7 +20,7 @@ from engine.formulas import FormulaSet, build_formula
 from engine.ids import DEFAULT_BOOK, Kind, parse_id, parse_user_id
 from engine.records import Action, Book, Chapter, Concept, Formula, ReadingPath, Section, Step
 from engine.schema import validate
-from engine.yamlio import MarkedDict, MarkedList, load_yaml
+from engine.yamlio import MarkedDict, MarkedList, load_yaml, plain
 
 KNOWLEDGE_KINDS = ("books", "chapters", "concepts", "paths", "actions")
 
@@ -211,7 +211,7 @@ class _Loader:
             self.problems += schema_problems
             return
         if self.claim(rid, f"{display}:{data.line}"):
-            getattr(self.k, attribute)[rid] = _plain(data)
+            getattr(self.k, attribute)[rid] = plain(data)
 
     def build_books(self, raw: dict, place: str) -> None:
         if self.claim(raw["id"], place):
@@ -308,11 +308,3 @@ class _Loader:
                 out.append(ident)
         return tuple(out)
 
-
-def _plain(value):
-    """Marked YAML containers as plain dicts and lists (records stored on Knowledge)."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value

@@ -11,7 +11,7 @@ from functools import cache
 from importlib import resources
 
 from engine.errors import Problem
-from engine.yamlio import mark_at
+from engine.yamlio import mark_at, plain
 
 
 @cache
@@ -86,13 +86,6 @@ def _typename(value: object) -> str:
 
 
 def _short(value: object) -> str:
-    text = repr(_plain(value))
+    text = repr(plain(value))
     return text if len(text) <= 60 else text[:57] + "..."
 
-
-def _plain(value: object) -> object:
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value

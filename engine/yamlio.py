@@ -133,3 +133,12 @@ def mark_at(data: object, path: list[object]) -> tuple[int, int] | None:
     if best is None and isinstance(data, MarkedDict | MarkedList):
         best = (data.line, data.col)
     return best
+
+
+def plain(value):
+    """Marked YAML containers as plain dicts and lists (for records kept after loading)."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value

@@ -5,7 +5,7 @@ from __future__ import annotations
 from engine import compiled
 from engine.cli.common import emit, parse_sets, root_of
 from engine.cli.render import table, to_json
-from engine.humanize import friendly, number
+from engine.humanize import friendly, number, value_range
 
 
 def list_(args) -> int:
@@ -66,9 +66,9 @@ def render(result, fmt: str, explain: bool = False) -> str:
         return table(rows, [(k, k) for k in ("kind", "name", "value", "unit", "low", "high", "note")], "csv")
     md = fmt == "md"
     lines = [f"## {result.calculator} · {result.title}" if md else f"{result.calculator} · {result.title}", ""]
-    rows = [dict(name=n, value=_show(v), unit=v.unit, source=v.source) for n, v in result.inputs.items()]
+    rows = [dict(name=n, value=value_range(v), unit=v.unit, source=v.source) for n, v in result.inputs.items()]
     lines += [table(rows, [("name", "input"), ("value", "value"), ("unit", "unit"), ("source", "source")], "md" if md else "text"), ""]
-    rows = [dict(name=n, value=_show(v), unit=v.unit, friendly=friendly(v.value, v.unit), method=v.method) for n, v in result.outputs.items()]
+    rows = [dict(name=n, value=value_range(v), unit=v.unit, friendly=friendly(v.value, v.unit), method=v.method) for n, v in result.outputs.items()]
     lines += [table(rows, [("name", "output"), ("value", "value"), ("unit", "unit"), ("friendly", ""), ("method", "range")], "md" if md else "text"), ""]
     lines.append("Formulas: " + " -> ".join(result.formulas))
     if explain:
@@ -85,10 +85,3 @@ def render(result, fmt: str, explain: bool = False) -> str:
         lines += ["", "### Warnings" if md else "Warnings:"] + [f"- {w}" for w in result.warnings]
     return "\n".join(lines)
 
-
-def _show(v) -> str:
-    if isinstance(v.value, str):
-        return v.value
-    if v.low != v.high:
-        return f"{number(v.value)} [{number(v.low)} .. {number(v.high)}]"
-    return number(v.value)

@@ -7,7 +7,7 @@ from engine.cli.common import emit, parse_sets, root_of
 from engine.cli.render import table, to_json
 from engine.errors import InputError
 from engine.evaluate import FormulaResult, evaluate
-from engine.humanize import friendly, number
+from engine.humanize import friendly, number, value_range
 
 
 def run(args) -> int:
@@ -41,7 +41,7 @@ def render(result: FormulaResult, meta: dict, fmt: str) -> str:
     lines = [f"## {head}" if md else head, ""]
     lines.append(f"`{meta['output']['symbol']} = {result.expr}`" if md else f"  {meta['output']['symbol']} = {result.expr}")
     lines.append("")
-    rows = [dict(name=n, value=_show(v), unit=v.unit, source=v.source) for n, v in result.inputs.items()]
+    rows = [dict(name=n, value=value_range(v), unit=v.unit, source=v.source) for n, v in result.inputs.items()]
     lines.append(table(rows, [("name", "input"), ("value", "value"), ("unit", "unit"), ("source", "source")], "md" if md else "text"))
     lines.append("")
     for name, out in result.outputs.items():
@@ -57,10 +57,3 @@ def render(result: FormulaResult, meta: dict, fmt: str) -> str:
         lines += ["", "Warnings:"] + [f"- {w}" for w in result.warnings]
     return "\n".join(lines)
 
-
-def _show(v) -> str:
-    if isinstance(v.value, str):
-        return v.value
-    if v.low != v.high:
-        return f"{number(v.value)} [{number(v.low)} .. {number(v.high)}]"
-    return number(v.value)
