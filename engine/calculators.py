@@ -56,7 +56,7 @@ class Calculator:
 
 def load_records(root) -> dict[str, dict]:
     """The calculator records of ``root`` (only this folder: the CLI does not load the whole root)."""
-    from engine.knowledge import _plain
+    from engine.yamlio import plain
     from engine.schema import validate
     from engine.yamlio import load_yaml
 
@@ -75,7 +75,7 @@ def load_records(root) -> dict[str, dict]:
         found = validate("calculator", data, display, str(data.get("id", path.stem)))
         problems += found
         if not found:
-            out[data["id"]] = _plain(data)
+            out[data["id"]] = plain(data)
     if problems:
         raise KnowledgeError(problems)
     return out
