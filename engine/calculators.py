@@ -40,6 +40,7 @@ class Calculator:
     assumptions: list[str] = field(default_factory=list)
     failure_boundaries: list[dict] = field(default_factory=list)
     notes: str = ""
+    refuse: list[dict] = field(default_factory=list)  # {when: {selector: value | [values]}, message}
 
     @property
     def name(self) -> str:
@@ -51,6 +52,7 @@ class Calculator:
             rec["id"], rec["title"], rec["title_zh"], list(rec.get("sections", ())), list(rec.get("chapters", ())),
             {i["symbol"]: {k: v for k, v in i.items() if k != "symbol"} for i in rec["inputs"]},
             list(rec["outputs"]), list(rec.get("assumptions", ())), list(rec.get("failure_boundaries", ())), rec.get("notes", ""),
+            list(rec.get("refuse", ())),
         )
 
 
@@ -216,6 +218,7 @@ def run(calc: Calculator, module, given: dict[str, object]) -> CalcResult:
             skipped.append(name)
             plan.missing[name] = exc.field.removeprefix("--set ")
     wanted = [n for n in wanted if n not in skipped]
+    _refuse(calc, plan.selectors)
     unused = [n for n in given if n not in plan.used]
     for name in unused:
         plan.inputs.pop(name, None)
@@ -265,6 +268,15 @@ def run(calc: Calculator, module, given: dict[str, object]) -> CalcResult:
                 assumptions.append(f"{fid}: {a}")
     steps = [_step(module, fid, key, point) for fid, key in plan.order]
     return CalcResult(calc, plan.inputs, outputs, [fid for fid, _ in plan.order], assumptions, warnings, steps)
+
+
+def _refuse(calc: Calculator, selectors: dict[str, str]) -> None:
+    """Combinations of categorical inputs that make no sense (``refuse`` in the YAML) are bad input."""
+    for rule in calc.refuse:
+        when = rule["when"]
+        if all(k in selectors and selectors[k] in ([v] if isinstance(v, str) else v) for k, v in when.items()):
+            shown = ", ".join(f"{k}={selectors[k]}" for k in when)
+            raise InputError(f"--set {next(iter(when))}", f"{shown} is refused: {rule['message']}")
 
 
 class _Missing(InputError):
@@ -526,5 +538,14 @@ def problems(k) -> list[Problem]:
                 used, _ = condition_function(fb["when"], graph.units)
             except ExprError as exc:
                 out.append(Problem(place, cid, f"failure_boundaries[{j}].when", exc.reason))
+        for j, rule in enumerate(calc.refuse):
+            for key, values in rule["when"].items():
+                sym = graph.spec(key) if graph.known(key) else None
+                if sym is None or not sym["values"]:
+                    out.append(Problem(place, cid, f"refuse[{j}].when.{key}", "is not a categorical formula symbol"))
+                    continue
+                for v in [values] if isinstance(values, str) else values:
+                    if v not in sym["values"]:
+                        out.append(Problem(place, cid, f"refuse[{j}].when.{key}", f"{v!r} is not one of {', '.join(sym['values'])}"))
     return out
 

@@ -130,9 +130,26 @@ def build_parser(argv: list[str] | None = None):
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
     _shared(p, False)
     _models_and_hardware(verbs, Parser, raw)
+    _plugins(verbs, Parser)
     if argv is not None and _verb_and_root(argv)[0] == "calc":  # the knowledge is read only for this verb
         _calculators(verbs, Parser, raw, _verb_and_root(argv)[1])
     return top
+
+
+# Commands whose parsers live beside their handlers: each module's ``add_parsers(verbs, Parser,
+# shared)`` adds its subcommands and sets ``handler="module:function"`` with set_defaults.
+# A module is imported only to build the parser; keep its top-level imports light.
+PLUGINS = ("engine.cli.cmd_tree", "engine.cli.cmd_path", "engine.cli.cmd_arch", "engine.cli.cmd_site")
+
+
+def _plugins(verbs, Parser) -> None:
+    import importlib
+    import importlib.util
+
+    for name in PLUGINS:
+        if importlib.util.find_spec(name) is None:
+            continue
+        importlib.import_module(name).add_parsers(verbs, Parser, _shared)
 
 
 def _verb_and_root(argv: list[str]) -> tuple[str | None, str | None]:
@@ -302,7 +319,8 @@ def main(argv: list[str] | None = None) -> int:
         if args is None:
             args = build_parser(argv).parse_args(argv)
         key = tuple(x for x in (args.verb, getattr(args, "action", None)) if x)
-        module_name, func_name = (HANDLERS.get(key) or HANDLERS[key[:1]]).split(":")
+        handler = getattr(args, "handler", None) or HANDLERS.get(key) or HANDLERS[key[:1]]
+        module_name, func_name = handler.split(":")
         module = __import__(module_name, fromlist=[func_name])
         code = getattr(module, func_name)(args)
         sys.stdout.flush()
