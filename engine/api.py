@@ -68,3 +68,59 @@ def check(root=None) -> list:
     from engine.knowledge import Knowledge
 
     return integrity.check(Knowledge.load(_root(root), strict=False))
+
+
+class CalculatorHandle:
+    """One declared calculator, ready to run: ``calculator("kv-concurrency").run(context_tokens=8192, ...)``.
+
+    ``run`` takes formula symbols as keyword arguments (numbers in the symbol's unit, or
+    strings with a unit or a range, as ``--set`` takes them) plus ``model=`` and ``device=``
+    presets, and returns an ``engine.calculators.CalcResult`` (``.outputs``, ``.to_json()``,
+    ``_repr_markdown_`` for notebooks). ``sweep`` returns (xs, {output: array}).
+    """
+
+    def __init__(self, record: dict, root):
+        from engine.calculators import Calculator
+
+        self.record = record
+        self.root = root
+        self.calc = Calculator.from_record(record)
+        self.id = self.calc.id
+        self.title = self.calc.title
+        self.inputs = list(self.calc.inputs)
+        self.outputs = list(self.calc.outputs)
+
+    def __repr__(self) -> str:
+        return f"<calculator {self.id}: {self.title}>"
+
+    def run(self, model: str | None = None, device: str | None = None, precision: str = "bf16", **inputs):
+        from engine import compiled, presets
+        from engine.calculators import run
+
+        found = presets.load(self.root, model, device, precision) if (model or device) else None
+        return run(self.calc, compiled.load(self.root), {k: v for k, v in inputs.items()}, found)
+
+    def sweep(self, name: str, low: float, high: float, points: int = 32, log: bool = False, model=None, device=None, precision="bf16", **inputs):
+        from engine.calculators import sweep
+
+        if name in inputs:
+            raise InputError(name, "is swept; do not also give it as an input")
+        result = self.run(model=model, device=device, precision=precision, **{**inputs, name: low})
+        return sweep(result, name, float(low), float(high), points, log)
+
+
+def calculators(root=None) -> dict[str, CalculatorHandle]:
+    """Every declared calculator (name -> handle)."""
+    from engine.calculators import load_records
+
+    root = _root(root)
+    return {cid.split(":", 1)[1]: CalculatorHandle(rec, root) for cid, rec in sorted(load_records(root).items())}
+
+
+def calculator(name: str, root=None) -> CalculatorHandle:
+    """The calculator ``name`` (``kv-concurrency`` or ``calc:kv-concurrency``); InputError naming the known ones."""
+    found = calculators(root)
+    key = name.strip().removeprefix("calc:")
+    if key not in found:
+        raise InputError("calculator", f"no calculator {name!r} (known: {', '.join(found) or 'none'})")
+    return found[key]

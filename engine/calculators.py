@@ -141,7 +141,8 @@ class Graph:
                 continue
             symbols.add(name)
             is_output = name in calc.outputs
-            if name not in self.producer or (not is_output and (name in calc.inputs or self.default(name) is not None)):
+            declared_default = calc.inputs.get(name, {}).get("default") is not None
+            if name not in self.producer or (not is_output and (declared_default or self.default(name) is not None)):
                 continue
             fid = self.producer[name]
             if fid in fids:
@@ -170,6 +171,7 @@ class CalcResult:
         self.assumptions: list[str] = assumptions
         self.warnings: list[str] = warnings
         self.steps: list[dict] = steps  # for --explain: id, name, variant, symbol, expr, substituted, value, unit
+        self.ranking: dict[str, list[tuple[str, float]]] = {}  # output -> [(ranged input, share)]
 
     def to_json(self) -> dict:
         return {
@@ -179,6 +181,7 @@ class CalcResult:
             "formulas": list(self.formulas),
             "assumptions": list(self.assumptions),
             "warnings": list(self.warnings),
+            "ranking": {k: [{"input": n, "share": share} for n, share in v] for k, v in self.ranking.items()},
         }
 
     def _repr_markdown_(self) -> str:
@@ -190,14 +193,24 @@ class CalcResult:
 # ---------------------------------------------------------------------- running
 
 
-def run(calc: Calculator, module, given: dict[str, object]) -> CalcResult:
-    """Evaluate ``calc`` for ``given`` (symbol -> text or number in the symbol's unit)."""
+def run(calc: Calculator, module, given: dict[str, object], presets: dict[str, tuple[object, str]] | None = None) -> CalcResult:
+    """Evaluate ``calc`` for ``given`` (symbol -> text or number in the symbol's unit).
+
+    ``presets`` (symbol -> (value, source), from engine.presets) fill symbols the user did not
+    give and the chain can reach; each keeps its source.
+    """
     graph = Graph(module)
     fids, allowed = graph.reach(calc)
     for name in given:
         if name not in allowed:
             raise InputError(f"--set {name}", f"is not an input of {calc.id} (its inputs: {', '.join(calc.inputs)})")
-    plan = _Plan(calc, graph, given)
+    user = list(given)
+    sources = {n: "user" for n in given}
+    given = dict(given)
+    for name, (value, source) in (presets or {}).items():
+        if name in allowed and name not in given:
+            given[name], sources[name] = value, source
+    plan = _Plan(calc, graph, given, sources)
     for name in given:  # every given value is read and checked first, so its error comes first
         plan.leaf(name)
     upstream = graph.upstream([n for n in given if n in graph.producer])
@@ -223,6 +236,7 @@ def run(calc: Calculator, module, given: dict[str, object]) -> CalcResult:
     for name in unused:
         plan.inputs.pop(name, None)
         plan.quantities.pop(name, None)
+    unused = [n for n in unused if n in user]  # a preset the chain does not need is not worth a warning
     quantities = plan.quantities
     point = _chain(plan.order, module, {n: q.value for n, q in quantities.items()})
     ranged = [n for n, q in quantities.items() if q.is_range]
@@ -267,7 +281,67 @@ def run(calc: Calculator, module, given: dict[str, object]) -> CalcResult:
             if a not in assumptions:
                 assumptions.append(f"{fid}: {a}")
     steps = [_step(module, fid, key, point) for fid, key in plan.order]
-    return CalcResult(calc, plan.inputs, outputs, [fid for fid, _ in plan.order], assumptions, warnings, steps)
+    result = CalcResult(calc, plan.inputs, outputs, [fid for fid, _ in plan.order], assumptions, warnings, steps)
+    result.ranking = _ranking(plan.order, module, quantities, ranged, outputs, directions)
+    result._plan, result._module = plan, module
+    return result
+
+
+def _ranking(order, module, quantities: dict, ranged: list[str], outputs: dict, directions: dict) -> dict[str, list[tuple[str, float]]]:
+    """output -> [(ranged input, share of the output's range)], largest first.
+
+    Each ranged input is swept alone from its low to its high end with the others at their
+    point values; its share is its swing over the sum of all swings (a one-at-a-time
+    "tornado" ranking, which is what the shares mean when inputs interact).
+    """
+    if not ranged:
+        return {}
+    point = {n: q.value for n, q in quantities.items()}
+    ends = {}
+    for leaf in ranged:
+        q = quantities[leaf]
+        lo = _chain(order, module, {**point, leaf: q.low})
+        hi = _chain(order, module, {**point, leaf: q.high})
+        ends[leaf] = (lo, hi)
+    out = {}
+    for name, value in outputs.items():
+        if value.low == value.high or name in quantities:
+            continue
+        swings = {leaf: abs(ends[leaf][1][name] - ends[leaf][0][name]) for leaf in ranged if leaf in directions.get(name, {})}
+        total = sum(swings.values())
+        if total > 0:
+            out[name] = sorted(((leaf, s / total) for leaf, s in swings.items()), key=lambda t: -t[1])
+    return out
+
+
+def sweep(result: CalcResult, name: str, low: float, high: float, points: int, log: bool = False):
+    """Every output of ``result``'s chain over ``name`` from low to high (NumPy, vectorised; no sympy).
+
+    Returns (xs, {output: array}). ``name`` must be a numeric input of the chain; the other
+    inputs keep their point values and the selectors their choices.
+    """
+    import numpy as np
+
+    plan, module = result._plan, result._module
+    if name not in plan.quantities:
+        numeric = ", ".join(n for n in plan.quantities) or "none"
+        raise InputError("--sweep", f"{name} is not a numeric input of this chain (its numeric inputs: {numeric})")
+    if points < 2:
+        raise InputError("--points", f"{points} is too few (expected at least 2)")
+    if log and low <= 0:
+        raise InputError("--sweep", f"a --log sweep needs a positive low end (got {low:g})")
+    spec = plan.graph.spec(name)
+    xs = np.geomspace(low, high, points) if log else np.linspace(low, high, points)
+    if spec["domain"].endswith("integer"):
+        xs = np.unique(np.round(xs))
+    for end in (xs[0], xs[-1]):
+        check_domain(name, Quantity.point(float(end)), spec)
+    values = {n: q.value for n, q in plan.quantities.items()}
+    values[name] = xs
+    with np.errstate(all="ignore"):
+        out = _chain(plan.order, module, values, numpy=True)
+    ones = np.ones_like(xs, dtype=float)
+    return xs, {n: np.asarray(out[n], dtype=float) * ones for n in result.outputs if n != name}
 
 
 def _refuse(calc: Calculator, selectors: dict[str, str]) -> None:
@@ -286,8 +360,9 @@ class _Missing(InputError):
 class _Plan:
     """Resolves symbols depth-first: leaves get values, produced symbols add their formula."""
 
-    def __init__(self, calc: Calculator, graph: Graph, given: dict[str, object]):
+    def __init__(self, calc: Calculator, graph: Graph, given: dict[str, object], sources: dict[str, str] | None = None):
         self.calc, self.graph, self.given = calc, graph, given
+        self.sources = sources or {n: "user" for n in given}
         self.inputs: dict[str, InputValue] = {}
         self.quantities: dict[str, Quantity] = {}
         self.selectors: dict[str, str] = {}
@@ -298,11 +373,12 @@ class _Plan:
         self.used: set[str] = set()
 
     def snapshot(self):
-        return (dict(self.inputs), dict(self.quantities), dict(self.selectors), set(self.computed), list(self.order), set(self.used))
+        return (dict(self.inputs), dict(self.quantities), dict(self.selectors), set(self.computed), list(self.order), set(self.used),
+                list(self.active))
 
     def restore(self, saved) -> None:
-        self.inputs, self.quantities, self.selectors, self.computed, self.order, self.used = saved
-        self.active = []
+        self.inputs, self.quantities, self.selectors, self.computed, self.order, self.used, active = saved
+        self.active = list(active)
 
     def need(self, name: str, output: bool = False) -> None:
         if name in self.computed:
@@ -311,7 +387,24 @@ class _Plan:
             self.used.add(name)
             return
         g = self.graph
-        derive = name in g.producer and name not in self.given and (output or (name not in self.calc.inputs and g.default(name) is None))
+        derivable = name in g.producer and name not in self.given
+        derive = derivable and (output or (name not in self.calc.inputs and g.default(name) is None))
+        if derivable and not derive and name in self.calc.inputs and self.calc.inputs[name].get("default") is None and g.default(name) is None:
+            # a declared input that a formula can produce: derive it when its own inputs are there
+            # (a --model preset gives params, so weight_bytes follows from F6), else ask for it
+            saved = self.snapshot()
+            try:
+                self.need(name, output=True)
+                return
+            except _Missing as exc:
+                self.restore(saved)
+                inner = exc.field.removeprefix("--set ")
+                try:
+                    self.leaf(name)
+                except _Missing as mine:
+                    raise _Missing(mine.field, f"{mine.message}; or give {inner} to derive it ({g.producer[name]})") from None
+                self.used.add(name)
+                return
         if not derive:
             self.leaf(name)
             self.used.add(name)
@@ -338,7 +431,7 @@ class _Plan:
         spec = g.spec(name)
         declared = self.calc.inputs.get(name, {})
         if name in self.given:
-            raw, source = self.given[name], "user"
+            raw, source = self.given[name], self.sources.get(name, "user")
         elif declared.get("default") is not None:
             raw, source = declared["default"], f"default: {declared['source']}"
         elif g.default(name) is not None:

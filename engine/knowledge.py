@@ -54,6 +54,12 @@ class Knowledge:
     problems: list[Problem] = field(default_factory=list)
     places: dict[str, str] = field(default_factory=dict)  # id -> file:line
 
+    def calculator(self, name: str):
+        """``kb.calculator("kv-concurrency").run(context_tokens=8192, ...)``: see engine.api.CalculatorHandle."""
+        from engine.api import calculator
+
+        return calculator(name, self.root)
+
     @classmethod
     def load(cls, root: Path | str | None = None, strict: bool = True) -> Knowledge:
         """Load a root; with ``strict`` raise KnowledgeError listing every load problem."""

@@ -230,7 +230,7 @@ def test_missing_input_names_it(records, module):
 def test_json_contract(records, module):
     r = kv(records, module, kv_budget_per_gpu="60GiB", kv_bytes_per_token_per_gpu=131072, context_tokens=4096)
     data = r.to_json()
-    assert set(data) == {"calculator", "inputs", "outputs", "formulas", "assumptions", "warnings"}
+    assert set(data) == {"calculator", "inputs", "outputs", "formulas", "assumptions", "warnings", "ranking"}
     assert data["calculator"] == "calc:kv-concurrency"
     assert set(data["inputs"]["context_tokens"]) == {"value", "unit", "low", "high", "source"}
     assert data["inputs"]["context_tokens"]["source"] == "user"
@@ -283,7 +283,10 @@ def test_check_runs_the_calculator_rule(tmp_path, monkeypatch):
 
 def test_reach_stops_at_declared_inputs(module, records):
     fids, symbols = Graph(module).reach(calc(records, "kv-concurrency"))
-    # FX70 through FX71's sliding_window variant (kv_bytes_per_request)
-    assert set(fids) == {"F8", "FX73", "FX72", "F9", "FX71", "FX70"}
-    assert "weight_bytes" in symbols  # an input: F6 (weight bytes) is not reached
-    assert "F6" not in fids
+    # FX70 through FX71's sliding_window variant (kv_bytes_per_request); weight_bytes is a declared
+    # input without a default, so its producer F6 (and the parameter count behind params) is
+    # reachable too: a --model preset fills params and the chain derives weight_bytes
+    assert {"F8", "FX73", "FX72", "F9", "FX71", "FX70", "F6", "FX17"} <= set(fids)
+    assert "weight_bytes" in symbols and "params" in symbols
+    # block_tokens has a default, so nothing behind a defaulted input is reached
+    assert "gpu_memory_utilization" in symbols

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from engine import compiled
-from engine.cli.common import emit, parse_sets, root_of
+from engine.errors import InputError
+from engine.cli.common import emit, parse_sets, publish, root_of
 from engine.cli.render import table, to_json
 from engine.humanize import friendly, number, value_range
 
@@ -27,9 +28,113 @@ def run(args) -> int:
     root = root_of(args)
     records = load_records(root)
     calc = Calculator.from_record(records[f"calc:{args.action}"])
-    result = run_calc(calc, compiled.load(root), parse_sets(args.sets))
+    sets = parse_sets(args.sets)
+    presets = None
+    if getattr(args, "model", None) or getattr(args, "device", None):
+        from engine import presets as preset_mod
+
+        presets = preset_mod.load(root, args.model, args.device, args.precision)
+    sweep_spec = getattr(args, "sweep", None)
+    if getattr(args, "plot", None) and not sweep_spec:
+        raise InputError("--plot", "draws a sweep; give --sweep NAME=LO..HI as well")
+    if sweep_spec:
+        name, low, high = _sweep_range(sweep_spec, calc, root)
+        if name in sets:
+            raise InputError("--sweep", f"{name} is also given with --set; give it once")
+        sets[name] = repr(low)
+        result = run_calc(calc, compiled.load(root), sets, presets)
+        from engine.calculators import sweep
+
+        xs, ys = sweep(result, name, low, high, args.points, args.log)
+        units = {n: v.unit for n, v in result.outputs.items()}
+        x_unit = result.inputs[name].unit
+        if args.plot:
+            _plot(args.plot, name, x_unit, xs, ys, units, args.log, result)
+        emit(_sweep_csv(name, x_unit, xs, ys, units))
+        return 0
+    result = run_calc(calc, compiled.load(root), sets, presets)
     emit(render(result, args.format, explain=getattr(args, "explain", False)))
     return 0
+
+
+def _sweep_range(text: str, calc, root) -> tuple[str, float, float]:
+    """``batch=1..512`` -> ("batch", 1.0, 512.0) in the symbol's unit (units accepted: ``context_tokens=1k..128k``)."""
+    from engine.units import parse_quantity
+    from engine.errors import UnitError
+
+    name, sep, value = text.partition("=")
+    name = name.strip()
+    if not sep or not name.isidentifier() or ".." not in value:
+        raise InputError("--sweep", f"{text!r} is not NAME=LO..HI (e.g. --sweep decode_batch=1..512)")
+    from engine.calculators import Graph
+
+    graph = Graph(compiled.load(root))
+    if not graph.known(name):
+        raise InputError("--sweep", f"{name} is not a formula symbol")
+    unit = graph.spec(name)["unit"]
+    try:
+        q = parse_quantity(value.strip(), unit)
+    except UnitError as exc:
+        raise InputError("--sweep", f"{exc.text!r} {exc.message}") from None
+    if not q.low < q.high:
+        raise InputError("--sweep", f"the range {value!r} is empty (expected LO < HI)")
+    return name, q.low, q.high
+
+
+def _sweep_csv(name: str, x_unit: str, xs, ys: dict, units: dict) -> str:
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    head = lambda n, u: f"{n} [{u}]" if u not in ("", "1") else n  # noqa: E731
+    w.writerow([head(name, x_unit)] + [head(n, units[n]) for n in ys])
+    for i, x in enumerate(xs):
+        w.writerow([f"{x:.10g}"] + [f"{ys[n][i]:.10g}" for n in ys])
+    return buf.getvalue()
+
+
+def _plot(path: str, name: str, x_unit: str, xs, ys: dict, units: dict, log: bool, result) -> None:
+    """One panel per output over the swept input, written atomically (matplotlib imported only here)."""
+    import os
+    import tempfile
+    from pathlib import Path
+
+    import numpy as np
+
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise InputError("--plot", "needs matplotlib (pip install 'aiinfra[plot]' or pip install matplotlib)") from None
+    target = Path(path)
+    suffix = target.suffix.lower().lstrip(".")
+    if suffix not in ("svg", "png", "pdf"):
+        raise InputError("--plot", f"{path!r} should end in .svg, .png or .pdf")
+    if not (target.parent if str(target.parent) else Path(".")).is_dir():
+        raise InputError("--plot", f"the folder {str(target.parent)!r} does not exist")
+    names = [n for n in ys if np.nanmax(ys[n]) != np.nanmin(ys[n])] or list(ys)  # constant outputs stay in the CSV only
+    fig, axes = plt.subplots(len(names), 1, sharex=True, figsize=(7, 2.2 * len(names) + 0.8), squeeze=False)
+    for ax, n in zip(axes[:, 0], names):
+        ax.plot(xs, ys[n], lw=1.6)
+        ax.set_ylabel(f"{n}\n[{units[n]}]" if units[n] not in ("", "1") else n, fontsize=8)
+        ax.grid(True, alpha=0.3)
+        if log:
+            ax.set_xscale("log")
+    axes[-1, 0].set_xlabel(f"{name} [{x_unit}]" if x_unit not in ("", "1") else name)
+    fig.suptitle(f"{result.calculator}: {result.title}", fontsize=10)
+    fig.tight_layout()
+    fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=f".{target.name}.", suffix=f".{suffix}")
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format=suffix)
+        publish(tmp, target)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def help_text(record: dict, module) -> str:
@@ -71,6 +176,10 @@ def render(result, fmt: str, explain: bool = False) -> str:
     rows = [dict(name=n, value=value_range(v), unit=v.unit, friendly=friendly(v.value, v.unit), method=v.method) for n, v in result.outputs.items()]
     lines += [table(rows, [("name", "output"), ("value", "value"), ("unit", "unit"), ("friendly", ""), ("method", "range")], "md" if md else "text"), ""]
     lines.append("Formulas: " + " -> ".join(result.formulas))
+    if result.ranking:
+        lines += ["", "### What drives each range" if md else "What drives each range (share of the output's swing, one input at a time):"]
+        for out, ranks in result.ranking.items():
+            lines.append(f"{'- ' if md else '  '}{out}: " + ", ".join(f"{n} {share:.0%}" for n, share in ranks))
     if explain:
         lines += ["", "### Chain" if md else "Chain:"]
         for s in result.steps:

@@ -23,6 +23,7 @@ def run(args) -> int:
         "actions": len(knowledge.actions),
         "models": len(knowledge.models),
         "devices": len(knowledge.hardware),
+        "calculators": len(knowledge.calculators),
     }
     if args.format == "json":
         emit(to_json({"ok": not problems, "counts": counts, "problems": [p.__str__() for p in problems]}))

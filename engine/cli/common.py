@@ -50,11 +50,19 @@ def write_atomic(path: str, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
-        os.replace(tmp, target)
+        publish(tmp, target)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def publish(tmp: str, target) -> None:
+    """Give a finished temporary file the usual permissions (mkstemp makes it 0600) and rename it into place."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)
+    os.replace(tmp, target)
 
 
 def emit(text: str) -> None:

@@ -190,6 +190,13 @@ def _calculators(verbs, Parser, raw, root: str | None) -> None:
         p = cverbs.add_parser(name, help=rec["title"], description=f"{rec['title']} ({rec['title_zh']})", formatter_class=raw, epilog=help_text(rec, module))
         p.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE", help="an input or intermediate symbol, e.g. --set context_tokens=8192 or a range 1..3 (repeatable)")
         p.add_argument("--explain", action="store_true", help="print each formula with its number and the values substituted")
+        p.add_argument("--model", metavar="ID", help="fill architecture inputs from knowledge/models (e.g. qwen3-8b); each filled value names its source")
+        p.add_argument("--device", metavar="ID", help="fill memory, bandwidth, peak and power inputs from knowledge/hardware (e.g. h100-sxm)")
+        p.add_argument("--precision", default="bf16", help="precision of the device's dense peak used for peak_flops (default bf16)")
+        p.add_argument("--sweep", metavar="NAME=LO..HI", help="evaluate every output over NAME from LO to HI (CSV on stdout, vectorised)")
+        p.add_argument("--points", type=int, default=32, metavar="N", help="points of the sweep (default 32; integer inputs are rounded and deduplicated)")
+        p.add_argument("--log", action="store_true", help="space the sweep's points logarithmically")
+        p.add_argument("--plot", metavar="FILE.svg", help="with --sweep: also draw the curves to FILE (svg, png or pdf; needs matplotlib)")
         _shared(p, False)
 
 

@@ -1,0 +1,122 @@
+"""Presets: calculator inputs filled from a model record (``--model``) or a device (``--device``).
+
+Each filled value carries where it came from (the record, the config key or datasheet field,
+and the record's own source), so a result can say "layers = 36 (preset model:qwen3-8b:
+config.json num_hidden_layers, Qwen/Qwen3-8B@b968826)". A preset never overrides a value the
+user gave, and only symbols the calculator's chain can reach are filled.
+"""
+
+from __future__ import annotations
+
+from engine.errors import InputError
+
+
+def _model_source(record: dict) -> str:
+    src = record.get("source", {})
+    repo = src.get("repo", "")
+    rev = str(src.get("revision", ""))[:7]
+    return f"{repo}@{rev}" if repo else record["id"]
+
+
+def model_values(record: dict, root) -> dict[str, tuple[object, str]]:
+    """symbol -> (value, source) for every formula symbol a model record decides."""
+    from engine import models
+
+    cfg, d = record["config"], record["derived"]
+    where = _model_source(record)
+    ident = record["id"]
+    out: dict[str, tuple[object, str]] = {}
+
+    def put(symbol: str, value, key: str) -> None:
+        if value is not None:
+            out[symbol] = (value, f"preset {ident}: {key} ({where})")
+
+    shape = models._Shape(cfg, d)
+    put("layers", shape.layers, "config num_hidden_layers")
+    put("hidden", shape.hidden, "config hidden_size")
+    put("heads", shape.heads, "config num_attention_heads")
+    put("attention", d["attention"], "derived attention kind")
+    if d["attention"] == "mla":
+        for key in ("kv_lora_rank", "qk_rope_head_dim", "q_lora_rank", "qk_nope_head_dim", "v_head_dim"):
+            put(key, d["mla"].get(key), f"config {key}")
+    else:
+        put("kv_heads", shape.kv_heads, "config num_key_value_heads" if d["attention"] == "gqa" else f"{d['attention']}: derived")
+        put("head_dim", d["head_dim"], "config head_dim" if d.get("head_dim_stated") else "hidden_size / num_attention_heads")
+    put("vocab_size", cfg.get("vocab_size"), "config vocab_size")
+    put("ffn_hidden", d.get("ffn_hidden"), "config intermediate_size")
+    put("mlp_gating", d.get("mlp"), "derived MLP form")
+    put("tie_embeddings", "tied" if cfg.get("tie_word_embeddings", True) else "untied", "config tie_word_embeddings")
+    moe = d.get("moe")
+    put("model_arch", "moe" if moe else "dense", "derived family")
+    if moe:
+        put("n_experts", moe["experts"], "config routed experts")
+        put("top_k", moe["experts_per_token"], "config num_experts_per_tok")
+        put("moe_ffn_hidden", moe["expert_intermediate_size"], "config expert intermediate size")
+        put("n_shared_experts", moe.get("shared_experts", 0), "config n_shared_experts")
+        put("n_dense_layers", moe.get("dense_first_layers", 0), "config first_k_dense_replace")
+    window = d.get("sliding_window")
+    put("kv_layout", "sliding_window" if window else "full", "derived sliding-window layers" if window else "no sliding window in config")
+    if window:
+        put("sliding_window", window["window"], "config sliding_window")
+        put("window_layers", window["windowed_layers"], f"derived: {window['pattern']}")
+    counts = models.parameter_count(record, root)
+    put("params", counts["total"], "parameter count from the architecture (FX17 + listed extras)")
+    put("params_active", counts["active"], "active parameters per token (FX18 + listed extras)")
+    return out
+
+
+def device_values(device, precision: str = "bf16") -> dict[str, tuple[object, str]]:
+    """symbol -> (value, source) for every formula symbol a device record decides."""
+    ident = device.id
+    out: dict[str, tuple[object, str]] = {}
+    mem_src = device.record["memory"].get("source", "datasheet")
+    out["gpu_memory_total"] = (device.memory_bytes, f"preset {ident}: memory capacity {device.memory_text} (datasheet value; the total torch.cuda reports differs a little) — {mem_src}")
+    out["hbm_capacity"] = (device.memory_bytes, f"preset {ident}: memory capacity {device.memory_text} — {mem_src}")
+    out["hbm_bandwidth"] = (device.bandwidth, f"preset {ident}: memory bandwidth {device.bandwidth_text} — {mem_src}")
+    peak = device.headline(precision)
+    if peak is not None:
+        out["peak_flops"] = (peak.flops, f"preset {ident}: dense {precision} peak {peak.text} — {peak.source}")
+    if device.tdp_w is not None:
+        out["gpu_tdp"] = (device.tdp_w, f"preset {ident}: TDP {device.record['tdp']['value']} — {device.record['tdp']['source']}")
+    link = device.interconnect or {}
+    if link.get("per_direction"):
+        from engine.hardware import quantity
+
+        out["nominal_bandwidth"] = (quantity(link["per_direction"], "B/s"),
+                                    f"preset {ident}: {link.get('name', 'interconnect')} per direction {link['per_direction']} — {link.get('source', '')}")
+    return out
+
+
+def load(root, model: str | None, device: str | None, precision: str = "bf16") -> dict[str, tuple[object, str]]:
+    """The preset values for ``--model``/``--device`` (the device wins on a shared symbol; none do today)."""
+    out: dict[str, tuple[object, str]] = {}
+    if model:
+        from engine import models
+
+        out.update(model_values(models.find(models.load_models(root), model), root))
+    if device:
+        from engine import hardware
+
+        dev = hardware.find(_hardware_only(root), device, "--device")
+        values = device_values(dev, precision)
+        if "peak_flops" not in values:
+            known = sorted({p.precision for p in dev.peaks if not p.sparse})
+            raise InputError("--precision", f"{dev.short_id} states no dense {precision} peak (it has: {', '.join(known)})")
+        out.update(values)
+    return out
+
+
+def _hardware_only(root):
+    """A Knowledge holding only knowledge/hardware/ (read as Knowledge.load reads it, schema-checked)."""
+    from pathlib import Path
+
+    from engine.errors import KnowledgeError
+    from engine.knowledge import _Loader, single_record_files
+
+    loader = _Loader(Path(root))
+    for folder, path in single_record_files(Path(root)):
+        if folder == "hardware":
+            loader.load_single_record(folder, path)
+    if loader.problems:
+        raise KnowledgeError(loader.problems)
+    return loader.k

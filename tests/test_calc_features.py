@@ -1,0 +1,152 @@
+"""Calculator features shared by every calculator: --model/--device presets, input ranking,
+sweeps (CSV and plots), the Python handle ``kb.calculator(...)``, and their bad-input errors.
+
+Expected numbers are hand arithmetic from published facts written beside them:
+- Qwen3-8B, Qwen/Qwen3-8B config.json (rev b968826): num_hidden_layers 36, num_key_value_heads 8,
+  head_dim 128; 8,190,735,360 parameters (Hugging Face safetensors metadata).
+- NVIDIA H100 SXM datasheet: 80 GB HBM3, 3.35 TB/s, 700 W; Hopper whitepaper: 989.4 TFLOPS dense BF16.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import stat
+
+import pytest
+
+from engine import api
+from engine.cli.main import main
+from engine.errors import InputError
+
+# KV budget per GPU with the presets, by hand (vLLM rule, FX72):
+#   80e9 B x 0.9 - 2 B x 8,190,735,360 - 2 GiB = 72e9 - 16,381,470,720 - 2,147,483,648 = 53,471,045,632 B
+BUDGET = 80e9 * 0.9 - 2 * 8_190_735_360 - 2 * 2**30
+KV_PER_TOKEN = 2 * 36 * 8 * 128 * 2  # F8: K and V x layers x kv_heads x head_dim x 2 B = 147,456 B
+BASE = ["calc", "kv-concurrency", "--model", "qwen3-8b", "--device", "h100-sxm", "--set", "kv_bytes=2", "--set", "tp_size=1",
+        "--set", "gpu_memory_utilization=0.9", "--set", "engine_overhead_bytes=2GiB"]
+
+
+def run(argv, capsys):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_presets_fill_inputs_and_name_their_source(capsys):
+    code, out, err = run([*BASE, "--set", "context_tokens=8192", "--format", "json"], capsys)
+    assert code == 0, err
+    data = json.loads(out)
+    ins = data["inputs"]
+    assert ins["layers"]["value"] == 36 and "model:qwen3-8b" in ins["layers"]["source"] and "num_hidden_layers" in ins["layers"]["source"]
+    assert ins["kv_heads"]["value"] == 8 and ins["head_dim"]["value"] == 128
+    assert ins["params"]["value"] == 8_190_735_360
+    assert ins["gpu_memory_total"]["value"] == 80e9 and "hw:h100-sxm" in ins["gpu_memory_total"]["source"]
+    assert ins["kv_bytes"]["source"] == "user"
+    outs = data["outputs"]
+    assert outs["kv_bytes_per_token"]["value"] == KV_PER_TOKEN
+    assert outs["kv_budget_per_gpu"]["value"] == pytest.approx(BUDGET, rel=1e-12)
+    # 53,471,045,632 / 147,456 = 362,623.7 tokens; 8192 tokens per request (512 blocks of 16) -> 44.26 -> 44
+    assert outs["max_concurrent_requests"]["value"] == 44
+
+
+def test_user_value_wins_over_preset(capsys):
+    code, out, _ = run([*BASE, "--set", "context_tokens=8192", "--set", "layers=18", "--format", "json"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    assert data["inputs"]["layers"] == {**data["inputs"]["layers"], "value": 18, "source": "user"}
+    assert data["outputs"]["kv_bytes_per_token"]["value"] == KV_PER_TOKEN // 2
+
+
+def test_declared_input_is_derived_when_its_formula_inputs_are_there(capsys):
+    # weight_bytes is a kv-concurrency input; with --model it follows from F6 (2 B x params)
+    code, out, _ = run([*BASE, "--set", "context_tokens=8192", "--explain"], capsys)
+    assert code == 0
+    assert "F6" in out and "= 2 * 8190735360" in out
+
+
+def test_ranking_shares_one_input_at_a_time(capsys):
+    argv = [a if a != "kv_bytes=2" else "kv_bytes=1..2" for a in BASE]
+    code, out, _ = run([*argv, "--set", "context_tokens=4096..8192", "--format", "json"], capsys)
+    assert code == 0
+    ranking = json.loads(out)["ranking"]
+    # kv_bytes_per_token depends on kv_bytes only
+    assert ranking["kv_bytes_per_token"] == [{"input": "kv_bytes", "share": 1.0}]
+    # max requests at the mid point (kv_bytes 1.5, context 6144): kv_bytes alone swings
+    # floor(B / (73728 x 6144)) - floor(B / (147456 x 6144)) = 118 - 59 = 59; context alone at
+    # kv_bytes 1.5 (110592 B/token): floor(B / (110592 x 4096)) - floor(B / (110592 x 8192)) = 118 - 59 = 59
+    shares = {r["input"]: r["share"] for r in ranking["max_concurrent_requests"]}
+    assert shares == {"kv_bytes": pytest.approx(0.5), "context_tokens": pytest.approx(0.5)}
+
+
+def test_ranking_printed_in_text(capsys):
+    code, out, _ = run([*BASE, "--set", "context_tokens=4096..8192"], capsys)
+    assert code == 0
+    assert "What drives each range" in out and "max_concurrent_requests: context_tokens 100%" in out
+
+
+def test_sweep_csv_matches_point_runs(capsys):
+    code, out, err = run([*BASE, "--sweep", "context_tokens=1024..8192", "--points", "4", "--log"], capsys)
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [float(r["context_tokens [tokens/requests]"]) for r in rows] == pytest.approx([1024, 2048, 4096, 8192])
+    # floor(362,623.7 / context): 354, 177, 88, 44
+    assert [float(r["max_concurrent_requests [requests]"]) for r in rows] == [354, 177, 88, 44]
+
+
+def test_sweep_plot_is_written_atomically_with_normal_permissions(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    target = tmp_path / "kv.svg"
+    code, _, err = run([*BASE, "--sweep", "context_tokens=1024..131072", "--points", "8", "--log", "--plot", str(target)], capsys)
+    assert code == 0, err
+    text = target.read_text()
+    assert text.lstrip().startswith("<?xml") and "<svg" in text and "max_concurrent_requests" in text
+    mode = stat.S_IMODE(os.stat(target).st_mode)
+    assert mode & stat.S_IRGRP  # not mkstemp's 0600
+    assert [p.name for p in tmp_path.iterdir()] == ["kv.svg"]  # no temporary file left
+
+
+@pytest.mark.parametrize("extra, field", [
+    (["--sweep", "context_tokens=8192"], "--sweep"),
+    (["--sweep", "context_tokens=8192..1024"], "--sweep"),
+    (["--sweep", "nonsense=1..2"], "--sweep"),
+    (["--sweep", "context_tokens=1..2", "--set", "context_tokens=5"], "--sweep"),
+    (["--sweep", "context_tokens=1..8", "--points", "1"], "--points"),
+    (["--set", "context_tokens=8192", "--plot", "x.svg"], "--plot"),
+    (["--sweep", "context_tokens=1024..2048", "--plot", "out.txt"], "--plot"),
+    (["--set", "context_tokens=8192", "--precision", "fp4"], "--precision"),
+])
+def test_bad_sweep_and_preset_input(extra, field, capsys):
+    code, out, err = run([*BASE, *extra], capsys)
+    assert code == 2
+    assert err.count("\n") == 1 and field in err and "Traceback" not in err
+    assert out == ""
+
+
+@pytest.mark.parametrize("flag, value", [("--model", "gpt-9"), ("--device", "h999")])
+def test_unknown_preset_id(flag, value, capsys):
+    argv = ["calc", "kv-concurrency", flag, value, "--set", "context_tokens=8192"]
+    code, _, err = run(argv, capsys)
+    assert code == 2 and err.count("\n") == 1 and value in err and "known:" in err
+
+
+def test_python_handle_matches_cli(capsys):
+    kb = api.load()
+    calc = kb.calculator("kv-concurrency")
+    assert calc.id == "calc:kv-concurrency" and "context_tokens" in calc.inputs
+    result = calc.run(model="qwen3-8b", device="h100-sxm", kv_bytes=2, tp_size=1, context_tokens=8192,
+                      gpu_memory_utilization=0.9, engine_overhead_bytes="2GiB")
+    assert result.outputs["max_concurrent_requests"].value == 44
+    code, out, _ = run([*BASE, "--set", "context_tokens=8192", "--format", "json"], capsys)
+    assert json.loads(out)["outputs"] == json.loads(json.dumps(result.to_json()))["outputs"]
+    assert result._repr_markdown_().startswith("## calc:kv-concurrency")
+    xs, ys = calc.sweep("context_tokens", 1024, 8192, points=4, log=True, model="qwen3-8b", device="h100-sxm", kv_bytes=2,
+                        tp_size=1, gpu_memory_utilization=0.9, engine_overhead_bytes="2GiB")
+    assert list(ys["max_concurrent_requests"]) == [354, 177, 88, 44]
+
+
+def test_python_handle_unknown_name():
+    with pytest.raises(InputError, match="no calculator 'kv'"):
+        api.calculator("kv")
