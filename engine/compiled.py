@@ -245,3 +245,39 @@ def from_formulas(formulas):
     key = f"s{zlib.crc32(source.encode()):08x}{zlib.adler32(source.encode()):08x}"
     path = _cached(key)
     return _import(path if path is not None else _write(source, key), key)
+
+
+# ---------------------------------------------------------------------- JSON side caches
+
+
+def json_cached(name: str, key: str, build):
+    """``build()``'s JSON-able result, cached as ``<name>_<key>.json`` beside the compiled formulas.
+
+    Used for what the fast CLI paths would otherwise read through PyYAML and jsonschema
+    (calculator records, preset tables). A cache that cannot be read or written is skipped.
+    """
+    import json
+
+    path = os.path.join(cache_dir(), f"{name}_{key}.json")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        pass
+    value = build()
+    try:
+        import tempfile
+
+        os.makedirs(cache_dir(), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=cache_dir(), prefix=f".{name}_", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(value, fh)
+        os.replace(tmp, path)
+        from pathlib import Path
+
+        old = sorted(Path(cache_dir()).glob(f"{name}_*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        for victim in old[64:]:
+            victim.unlink(missing_ok=True)
+    except OSError:
+        pass
+    return value

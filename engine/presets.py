@@ -14,7 +14,8 @@ from engine.errors import InputError
 def _model_source(record: dict) -> str:
     src = record.get("source", {})
     repo = src.get("repo", "")
-    rev = str(src.get("revision", ""))[:7]
+    rev = str(src.get("revision", ""))
+    rev = rev[:7] if len(rev) == 40 else rev
     return f"{repo}@{rev}" if repo else record["id"]
 
 
@@ -78,6 +79,11 @@ def device_values(device, precision: str = "bf16") -> dict[str, tuple[object, st
         out["peak_flops"] = (peak.flops, f"preset {ident}: dense {precision} peak {peak.text} — {peak.source}")
     if device.tdp_w is not None:
         out["gpu_tdp"] = (device.tdp_w, f"preset {ident}: TDP {device.record['tdp']['value']} — {device.record['tdp']['source']}")
+    for m in device.measured:  # a realistic band where a measured source exists (never invented)
+        if m.kind == "mfu" and m.precision == precision:
+            out["mfu"] = ([(m.low + m.high) / 2, m.low, m.high], f"preset {ident}: measured MFU {m.low:g}..{m.high:g} ({m.workload}) — {m.source}")
+        elif m.kind == "memory_bandwidth":
+            out["mbu"] = ([(m.low + m.high) / 2, m.low, m.high], f"preset {ident}: measured share of peak memory bandwidth {m.low:g}..{m.high:g} ({m.workload}) — {m.source}")
     link = device.interconnect or {}
     if link.get("per_direction"):
         from engine.hardware import quantity
@@ -85,6 +91,18 @@ def device_values(device, precision: str = "bf16") -> dict[str, tuple[object, st
         out["nominal_bandwidth"] = (quantity(link["per_direction"], "B/s"),
                                     f"preset {ident}: {link.get('name', 'interconnect')} per direction {link['per_direction']} — {link.get('source', '')}")
     return out
+
+
+def cached(root, model: str | None, device: str | None, precision: str = "bf16") -> dict[str, tuple[object, str]]:
+    """``load`` through a JSON cache keyed by the model, hardware and formula files (errors are not cached)."""
+    import zlib
+
+    from engine import compiled
+
+    key = compiled.files_key(root, ["knowledge/models", "knowledge/hardware", "formulas"], ["presets.py", "models.py", "hardware.py"])
+    args = f"{model or ''}|{device or ''}|{precision}"
+    key += f"{zlib.crc32(args.encode()):08x}"
+    return {k: tuple(v) for k, v in compiled.json_cached("presets", key, lambda: load(root, model, device, precision)).items()}
 
 
 def load(root, model: str | None, device: str | None, precision: str = "bf16") -> dict[str, tuple[object, str]]:

@@ -21,19 +21,63 @@ def list_(args) -> int:
     return 0
 
 
+FAST_FLAGS = {"--set": "sets", "--model": "model", "--device": "device", "--precision": "precision", "--format": "format", "--root": "root"}
+
+
+def fast_args(argv: list[str]):
+    """``calc NAME [--set N=V]... [--model M] [--device D] [--precision P] [--format F] [--explain]`` without argparse.
+
+    The common run is read directly (argparse would first need every calculator's record and
+    help text); anything else (help, sweeps, list, an unknown option) returns None and the
+    full parser takes over with its messages.
+    """
+    from types import SimpleNamespace
+
+    if len(argv) < 2 or argv[0] != "calc" or argv[1].startswith("-") or argv[1] == "list":
+        return None
+    args = SimpleNamespace(verb="calc", action=argv[1], sets=[], model=None, device=None, precision="bf16", format="text",
+                           root=None, explain=False, sweep=None, points=32, log=False, plot=None)
+    i = 2
+    while i < len(argv):
+        token = argv[i]
+        name, eq, value = token.partition("=")
+        if token == "--explain":
+            args.explain = True
+        elif name in FAST_FLAGS:
+            if not eq:
+                if i + 1 >= len(argv):
+                    return None
+                value = argv[i + 1]
+                i += 1
+            if name == "--set":
+                args.sets.append(value)
+            else:
+                setattr(args, FAST_FLAGS[name], value)
+        else:
+            return None
+        i += 1
+    if args.format not in ("text", "json", "md", "csv"):
+        return None
+    return args
+
+
 def run(args) -> int:
-    from engine.calculators import Calculator, load_records
+    from engine.calculators import Calculator, cached_records
     from engine.calculators import run as run_calc
 
     root = root_of(args)
-    records = load_records(root)
-    calc = Calculator.from_record(records[f"calc:{args.action}"])
+    records = cached_records(root)
+    key = f"calc:{args.action}"
+    if key not in records:
+        known = ", ".join(sorted(r.split(":", 1)[1] for r in records)) or "none"
+        raise InputError("CALCULATOR", f"no calculator {args.action!r} (known: {known})")
+    calc = Calculator.from_record(records[key])
     sets = parse_sets(args.sets)
     presets = None
     if getattr(args, "model", None) or getattr(args, "device", None):
         from engine import presets as preset_mod
 
-        presets = preset_mod.load(root, args.model, args.device, args.precision)
+        presets = preset_mod.cached(root, args.model, args.device, args.precision)
     sweep_spec = getattr(args, "sweep", None)
     if getattr(args, "plot", None) and not sweep_spec:
         raise InputError("--plot", "draws a sweep; give --sweep NAME=LO..HI as well")

@@ -323,6 +323,10 @@ def main(argv: list[str] | None = None) -> int:
             from engine.cli.cmd_forward import fast_args
 
             args = fast_args(argv)
+        if args is None and argv[:1] == ["calc"]:
+            from engine.cli.cmd_calc import fast_args
+
+            args = fast_args(argv)
         if args is None:
             args = build_parser(argv).parse_args(argv)
         key = tuple(x for x in (args.verb, getattr(args, "action", None)) if x)

@@ -1,0 +1,79 @@
+"""Calculator speed, printed as figures and ratios (not a test).
+
+Targets (issue 5): a 1e6-point sweep of each calculator at >= 1e6 points/s (vectorised NumPy
+through the compiled formulas, no per-point SymPy), and a cold ``aiinfra calc`` process at
+most 2x ``python -c pass``.
+
+Usage: ``python benchmarks/calculators.py [--points N] [--runs N]``. Uses the ``aiinfra`` on
+PATH (or ``--exe``) for the process timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+# one realistic input set per calculator: (swept input, low, high, inputs, presets)
+CASES = {
+    "kv-concurrency": ("context_tokens", 1024, 131072, dict(kv_bytes=2, tp_size=1, gpu_memory_utilization=0.9, engine_overhead_bytes="2GiB"),
+                       dict(model="qwen3-8b", device="h100-sxm")),
+    "training-duration": ("n_gpus", 256, 16384, dict(train_tokens="15T"), dict(model="llama-3.1-70b", device="h100-sxm")),
+}
+
+
+def sweeps(points: int) -> None:
+    from engine import api
+
+    handles = api.calculators()
+    for name, handle in handles.items():
+        case = CASES.get(name)
+        if case is None:
+            print(f"{name:22s} (no benchmark input set yet)")
+            continue
+        var, lo, hi, inputs, presets = case
+        handle.sweep(var, lo, hi, 16, **presets, **inputs)  # warm: compiled module, presets
+        start = time.perf_counter()
+        xs, ys = handle.sweep(var, lo, hi, points, **presets, **inputs)
+        took = time.perf_counter() - start
+        n = len(xs)
+        print(f"{name:22s} {n:>9,d} points over {var:16s} {took * 1000:8.1f} ms   {n / took:>12,.0f} points/s   (target >= 1,000,000)")
+
+
+def process(exe: str, runs: int) -> None:
+    argv = [exe, "calc", "kv-concurrency", "--model", "qwen3-8b", "--device", "h100-sxm", "--set", "kv_bytes=2", "--set", "tp_size=1",
+            "--set", "context_tokens=8192", "--set", "gpu_memory_utilization=0.9", "--set", "engine_overhead_bytes=2GiB"]
+
+    def timed(cmd):
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
+        out = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
+            out.append(time.perf_counter() - start)
+        return out
+
+    base = timed([sys.executable, "-c", "pass"])
+    calc = timed(argv)
+    med = statistics.median
+    print(f"python -c pass         median {med(base) * 1000:7.1f} ms")
+    print(f"aiinfra calc (presets) median {med(calc) * 1000:7.1f} ms   ratio {med(calc) / med(base):.2f}x   (target <= 2x; warm on-disk caches)")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--points", type=int, default=1_000_000)
+    ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--exe", default=shutil.which("aiinfra"))
+    args = ap.parse_args()
+    sweeps(args.points)
+    if args.exe:
+        process(args.exe, args.runs)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,497 @@
+/* aiinfra docs site: interactive formula forms, calculator forms and tree walkers.
+ *
+ * The numbers come from window.AIINFRA_FORMULAS (aiinfra-formulas.js), whose functions SymPy's
+ * JavaScript printer wrote from the same formula trees the Python engine compiles. This file
+ * only resolves which formulas to run, in the order engine/calculators.py resolves them
+ * (_Plan.need / _Plan.leaf / run), and draws the forms. Nothing is fetched from the network.
+ */
+(function () {
+  "use strict";
+
+  // ------------------------------------------------------------------ numbers (engine/humanize.py)
+  function number(x) {
+    if (typeof x === "string") return x;
+    if (x === 0) return "0";
+    if (!isFinite(x)) return String(x);
+    var ax = Math.abs(x);
+    if (Number.isInteger(x) && ax < 1e7) {
+      var s = String(Math.abs(x)).replace(/\B(?=(\d{3})+(?!\d))/g, "\u202f");
+      return (x < 0 ? "-" : "") + (ax >= 1e4 ? s : String(Math.abs(x)));
+    }
+    if (ax >= 1e-3 && ax < 1e6) return String(Number(x.toPrecision(4)));
+    var parts = x.toExponential(3).split("e");
+    var mantissa = parts[0].replace(/0+$/, "").replace(/\.$/, "");
+    return mantissa + "e" + parseInt(parts[1], 10);
+  }
+
+  var BINARY = [["PiB", Math.pow(2, 50)], ["TiB", Math.pow(2, 40)], ["GiB", Math.pow(2, 30)], ["MiB", Math.pow(2, 20)], ["KiB", 1024]];
+  var DECIMAL = [["E", 1e18], ["P", 1e15], ["T", 1e12], ["G", 1e9], ["M", 1e6], ["k", 1e3]];
+  var TIME = [["yr", 365 * 86400], ["d", 86400], ["h", 3600], ["min", 60], ["s", 1], ["ms", 1e-3], ["us", 1e-6], ["ns", 1e-9]];
+
+  function g4(x) { return String(Number(x.toPrecision(4))); }
+  function pick(v) {
+    for (var i = 0; i < DECIMAL.length; i++) if (v >= DECIMAL[i][1]) return DECIMAL[i];
+    return ["", 1];
+  }
+  function friendly(value, unit) {
+    if (typeof value !== "number" || !isFinite(value) || value === 0) return "";
+    var v = Math.abs(value), i;
+    if (unit === "B") {
+      for (i = 0; i < BINARY.length; i++) {
+        if (v >= BINARY[i][1]) {
+          var d = pick(v);
+          return g4(value / BINARY[i][1]) + " " + BINARY[i][0] + " = " + g4(value / d[1]) + " " + d[0] + "B";
+        }
+      }
+      return "";
+    }
+    if (unit === "s") {
+      for (i = 0; i < TIME.length; i++) {
+        if (v >= TIME[i][1] && TIME[i][0] !== "s") return g4(value / TIME[i][1]) + " " + TIME[i][0];
+        if (v >= TIME[i][1]) return "";
+      }
+      return g4(value * 1e9) + " ns";
+    }
+    var bases = ["B/s", "FLOP/s", "W", "J", "FLOP", "tokens/s", "bit/s"];
+    if (bases.indexOf(unit) >= 0) {
+      var p = pick(v);
+      return p[0] && v / p[1] < 1000 ? g4(value / p[1]) + " " + p[0] + unit : "";
+    }
+    return "";
+  }
+
+  // ------------------------------------------------------------------ errors and domains (engine/evaluate.py)
+  function InputError(field, message) { this.field = field; this.message = message; }
+  function Missing(field, message) { this.field = field; this.message = message; this.missing = true; }
+
+  var DOMAIN_TEXT = {
+    positive: "a number > 0", nonnegative: "a number >= 0", positive_integer: "a whole number >= 1",
+    nonnegative_integer: "a whole number >= 0", fraction: "a fraction from 0 to 1",
+    positive_fraction: "a fraction above 0 and at most 1", real: "a number"
+  };
+  var DOMAIN_OK = {
+    positive: function (x) { return x > 0; },
+    nonnegative: function (x) { return x >= 0; },
+    positive_integer: function (x) { return x >= 1 && Number.isInteger(x); },
+    nonnegative_integer: function (x) { return x >= 0 && Number.isInteger(x); },
+    fraction: function (x) { return x >= 0 && x <= 1; },
+    positive_fraction: function (x) { return x > 0 && x <= 1; },
+    real: function () { return true; }
+  };
+  function checkDomain(name, x, spec) {
+    if (!DOMAIN_OK[spec.domain](x)) {
+      var unit = (spec.unit === "1" || spec.unit === "") ? "" : " " + spec.unit;
+      throw new InputError("--set " + name, "expected " + DOMAIN_TEXT[spec.domain] + unit + ", got " + x);
+    }
+  }
+
+  // ------------------------------------------------------------------ the formula graph (engine/calculators.py Graph)
+  function lib() { return window.AIINFRA_FORMULAS; }
+
+  function Graph() {
+    var L = lib();
+    this.formulas = L.meta;
+    this.producer = L.graph.producer;
+    this.symbols = L.graph.symbols;
+    this.units = L.graph.units;
+  }
+  Graph.prototype.spec = function (name) {
+    if (Object.prototype.hasOwnProperty.call(this.symbols, name)) return this.symbols[name];
+    var out = this.formulas[this.producer[name]].output;
+    return {desc: out.desc, unit: out.unit, domain: "real", values: [], "default": null, default_source: ""};
+  };
+  Graph.prototype.produced = function (name) { return Object.prototype.hasOwnProperty.call(this.producer, name); };
+  Graph.prototype.defaultOf = function (name) {
+    return Object.prototype.hasOwnProperty.call(this.symbols, name) ? this.symbols[name]["default"] : null;
+  };
+  Graph.prototype.inputsOf = function (fid) {
+    var meta = this.formulas[fid], out = meta.selector ? [meta.selector] : [];
+    Object.keys(meta.variants).forEach(function (k) { out = out.concat(meta.variants[k].inputs); });
+    return out;
+  };
+  Graph.prototype.upstream = function (names) {
+    var seen = {}, todo = names.slice();
+    while (todo.length) {
+      var fid = this.producer[todo.pop()];
+      if (fid === undefined) continue;
+      var self = this;
+      this.inputsOf(fid).forEach(function (n) { if (!seen[n]) { seen[n] = true; todo.push(n); } });
+    }
+    return seen;
+  };
+
+  function callVariant(fid, key, values) {
+    var meta = lib().meta[fid], variant = meta.variants[key];
+    var args = variant.inputs.map(function (n) { return values[n]; });
+    var value = lib().fn[fid + "|" + key].apply(null, args);
+    if (typeof value === "boolean") value = value ? 1 : 0;
+    if (!isFinite(value)) throw new InputError(fid, "the result is not a finite number (" + value + ")");
+    return value;
+  }
+
+  // ------------------------------------------------------------------ a calculator run (engine/calculators.py run)
+  function Plan(calc, graph, given) {
+    this.calc = calc; this.graph = graph; this.given = given;
+    this.values = {}; this.inputs = {}; this.selectors = {}; this.computed = {}; this.order = [];
+    this.active = []; this.missing = {}; this.used = {};
+  }
+  Plan.prototype.has = function (obj, k) { return Object.prototype.hasOwnProperty.call(obj, k); };
+  Plan.prototype.snapshot = function () {
+    var copy = function (o) { var c = {}; for (var k in o) c[k] = o[k]; return c; };
+    return [copy(this.inputs), copy(this.values), copy(this.selectors), copy(this.computed), this.order.slice(), copy(this.used), this.active.slice()];
+  };
+  Plan.prototype.restore = function (s) {
+    this.inputs = s[0]; this.values = s[1]; this.selectors = s[2]; this.computed = s[3]; this.order = s[4]; this.used = s[5]; this.active = s[6].slice();
+  };
+  Plan.prototype.declared = function (name) { return this.has(this.calc.inputs, name) ? this.calc.inputs[name] : null; };
+  Plan.prototype.need = function (name, output) {
+    if (this.computed[name]) return;
+    if (this.has(this.inputs, name)) { this.used[name] = true; return; }
+    var g = this.graph, declared = this.declared(name);
+    var derivable = g.produced(name) && !this.has(this.given, name);
+    var derive = derivable && (output || (!declared && g.defaultOf(name) === null));
+    if (derivable && !derive && declared && (declared["default"] === undefined || declared["default"] === null) && g.defaultOf(name) === null) {
+      var saved = this.snapshot();
+      try { this.need(name, true); return; } catch (exc) {
+        if (!exc.missing) throw exc;
+        this.restore(saved);
+        var inner = exc.field.replace(/^--set /, "");
+        try { this.leaf(name); } catch (mine) {
+          if (!mine.missing) throw mine;
+          throw new Missing(mine.field, mine.message + "; or give " + inner + " to derive it (" + g.producer[name] + ")");
+        }
+        this.used[name] = true;
+        return;
+      }
+    }
+    if (!derive) { this.leaf(name); this.used[name] = true; return; }
+    var fid = g.producer[name];
+    if (this.active.indexOf(fid) >= 0) throw new InputError(fid, "is part of a cycle of formulas");
+    this.active.push(fid);
+    var meta = g.formulas[fid], key = "";
+    if (meta.selector) {
+      this.need(meta.selector);
+      key = this.selectors[meta.selector];
+      if (!this.has(meta.variants, key)) throw new InputError("--set " + meta.selector, "'" + key + "' is not a variant of " + fid);
+    }
+    var self = this;
+    meta.variants[key].inputs.forEach(function (n) { self.need(n); });
+    this.active.pop();
+    this.order.push([fid, key]);
+    this.computed[name] = true;
+  };
+  Plan.prototype.leaf = function (name) {
+    var g = this.graph, spec = g.spec(name), declared = this.declared(name) || {}, raw, source;
+    if (this.has(this.given, name)) { raw = this.given[name]; source = "user"; }
+    else if (declared["default"] !== undefined && declared["default"] !== null) { raw = declared["default"]; source = "default: " + declared.source; }
+    else if (g.defaultOf(name) !== null) { raw = g.defaultOf(name); source = "default: " + spec.default_source; }
+    else {
+      var desc = declared.description || spec.desc;
+      var unit = (spec.unit !== "" && spec.unit !== "1") ? spec.unit + ", " : "";
+      throw new Missing("--set " + name, this.calc.id + " needs a value for " + name + " (" + unit + desc + ")");
+    }
+    if (spec.values && spec.values.length) {
+      var value = String(raw).trim();
+      if (spec.values.indexOf(value) < 0) throw new InputError("--set " + name, "'" + value + "' is not one of " + spec.values.join(", "));
+      this.selectors[name] = value;
+      this.inputs[name] = {value: value, unit: "", source: source};
+      return;
+    }
+    var x = Array.isArray(raw) ? raw[0] : (typeof raw === "number" ? raw : parseDeclared(name, raw, this.calc));
+    checkDomain(name, x, spec);
+    this.values[name] = x;
+    this.inputs[name] = {value: x, unit: spec.unit, source: source};
+  };
+
+  // A declared default such as "16" or "0.9" in the symbol's own unit; the site writes every
+  // other default as a number already scaled to the declared unit.
+  function parseDeclared(name, raw, calc) {
+    var scaled = calc.scaled_defaults && calc.scaled_defaults[name];
+    if (scaled !== undefined) return scaled;
+    var x = Number(String(raw).trim());
+    if (!isFinite(x)) throw new InputError("--set " + name, "'" + raw + "' is not a number");
+    return x;
+  }
+
+  function runCalculator(calc, given) {
+    var g = new Graph();
+    var plan = new Plan(calc, g, given);
+    Object.keys(given).forEach(function (n) { plan.leaf(n); });
+    var givenProduced = Object.keys(given).filter(function (n) { return g.produced(n); });
+    var upstream = g.upstream(givenProduced);
+    var skipped = calc.outputs.filter(function (n) { return upstream[n] && !plan.has(given, n); });
+    var wanted = calc.outputs.filter(function (n) { return skipped.indexOf(n) < 0; });
+    var feeding = g.upstream(wanted);
+    wanted.forEach(function (name) {
+      if (!feeding[name]) { plan.need(name, true); return; }
+      var saved = plan.snapshot();
+      try { plan.need(name, true); } catch (exc) {
+        if (!exc.missing) throw exc;
+        plan.restore(saved);
+        skipped.push(name);
+        plan.missing[name] = exc.field.replace(/^--set /, "");
+      }
+    });
+    wanted = wanted.filter(function (n) { return skipped.indexOf(n) < 0; });
+    (calc.refuse || []).forEach(function (rule) {
+      var keys = Object.keys(rule.when);
+      var hit = keys.every(function (k) {
+        var allowed = typeof rule.when[k] === "string" ? [rule.when[k]] : rule.when[k];
+        return plan.has(plan.selectors, k) && allowed.indexOf(plan.selectors[k]) >= 0;
+      });
+      if (hit) {
+        var shown = keys.map(function (k) { return k + "=" + plan.selectors[k]; }).join(", ");
+        throw new InputError("--set " + keys[0], shown + " is refused: " + rule.message);
+      }
+    });
+    var unused = Object.keys(given).filter(function (n) { return !plan.used[n]; });
+    unused.forEach(function (n) { delete plan.inputs[n]; delete plan.values[n]; });
+    var point = {};
+    for (var k in plan.values) point[k] = plan.values[k];
+    plan.order.forEach(function (step) {
+      point[g.formulas[step[0]].output.symbol] = callVariant(step[0], step[1], point);
+    });
+    var outputs = {};
+    wanted.forEach(function (name) { outputs[name] = {value: point[name], unit: g.units[name]}; });
+    var warnings = [];
+    (calc.failure_boundaries || []).forEach(function (fb) {
+      var cond = lib().conditions[fb.key];
+      if (cond.used.some(function (n) { return !(n in point); })) return;
+      if (cond.fn.apply(null, cond.used.map(function (n) { return point[n]; }))) warnings.push(fb.message + " (" + fb.when + ")");
+    });
+    skipped.forEach(function (name) {
+      var why = plan.has(plan.missing, name) ? "needs " + plan.missing[name] : "upstream of a symbol given directly";
+      warnings.push("not computed: " + name + " (" + why + "; the outputs above do not depend on it)");
+    });
+    if (unused.length) warnings.push("not used by this chain: " + unused.join(", ") + " (a symbol given directly, or a selector, made it unnecessary)");
+    return {inputs: plan.inputs, outputs: outputs, formulas: plan.order.map(function (s) { return s[0]; }), warnings: warnings};
+  }
+
+  // ------------------------------------------------------------------ one formula (engine/evaluate.py evaluate)
+  function runFormula(fid, given) {
+    var meta = lib().meta[fid], symbols = meta.symbols, key = "";
+    var inputs = {}, values = {};
+    Object.keys(given).forEach(function (name) {
+      if (!Object.prototype.hasOwnProperty.call(symbols, name)) throw new InputError("--set " + name, "is not an input of " + fid);
+    });
+    if (meta.selector) {
+      var sel = meta.selector, spec = symbols[sel];
+      key = given[sel] !== undefined ? String(given[sel]).trim() : spec["default"];
+      if (key === null || key === undefined) throw new Missing("--set " + sel, fid + " needs " + sel + ", one of " + spec.values.join(", "));
+      if (spec.values.indexOf(key) < 0) throw new InputError("--set " + sel, "'" + key + "' is not one of " + spec.values.join(", "));
+      inputs[sel] = {value: key, unit: "", source: given[sel] !== undefined ? "given" : "default: " + spec.default_source};
+    }
+    var missing = [];
+    meta.variants[key].inputs.forEach(function (name) {
+      var spec = symbols[name], x, source;
+      if (given[name] !== undefined) { x = given[name]; source = "given"; }
+      else if (spec["default"] !== null) { x = spec["default"][0]; source = "default: " + spec.default_source; }
+      else { missing.push(name); return; }
+      checkDomain(name, x, spec);
+      values[name] = x;
+      inputs[name] = {value: x, unit: spec.unit, source: source};
+    });
+    if (missing.length) {
+      throw new Missing("--set " + missing[0], fid + " needs a value for " + missing.map(function (n) { return n + " (" + symbols[n].unit + ", " + symbols[n].desc + ")"; }).join("; "));
+    }
+    var outputs = {};
+    outputs[meta.output.symbol] = {value: callVariant(fid, key, values), unit: meta.output.unit};
+    return {inputs: inputs, outputs: outputs, formulas: [fid], warnings: []};
+  }
+
+  // ------------------------------------------------------------------ forms
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    for (var k in (attrs || {})) {
+      if (k === "text") node.textContent = attrs[k];
+      else node.setAttribute(k, attrs[k]);
+    }
+    (children || []).forEach(function (c) { if (c) node.appendChild(c); });
+    return node;
+  }
+
+  function fieldValue(form, field) {
+    var input = form.querySelector('[data-field="' + field.name + '"]');
+    var text = input.value.trim();
+    if (text === "") return undefined;
+    if (field.values && field.values.length) return text;
+    var x = Number(text);
+    if (!isFinite(x)) throw new InputError("--set " + field.name, "'" + text + "' is not a number");
+    var unit = form.querySelector('[data-unit-for="' + field.name + '"]');
+    var factor = unit ? Number(unit.value) : 1;
+    return factor === 1 ? x : x * factor;
+  }
+
+  function fieldsTable(fields) {
+    var table = el("table", {"class": "aiinfra-form__inputs"});
+    table.appendChild(el("thead", {}, [el("tr", {}, [el("th", {text: "input"}), el("th", {text: "value"}), el("th", {text: "unit"}), el("th", {text: "meaning"})])]));
+    var body = el("tbody");
+    fields.forEach(function (field) {
+      var control;
+      if (field.values && field.values.length) {
+        control = el("select", {"data-field": field.name, name: field.name});
+        if (field.optional) control.appendChild(el("option", {value: "", text: "(default)"}));
+        field.values.forEach(function (v) {
+          var opt = el("option", {value: v, text: v});
+          if (v === field.initial) opt.selected = true;
+          control.appendChild(opt);
+        });
+      } else {
+        control = el("input", {"data-field": field.name, name: field.name, type: "text", inputmode: "decimal",
+                               placeholder: field.placeholder || "", size: "14"});
+        if (field.initial !== undefined && field.initial !== null) control.value = field.initial;
+      }
+      var unitCell;
+      if (field.units && field.units.length > 1) {
+        unitCell = el("select", {"data-unit-for": field.name, "aria-label": field.name + " unit"});
+        field.units.forEach(function (u, i) {
+          var opt = el("option", {value: String(u[1]), text: u[0]});
+          if (i === 0) opt.selected = true;
+          unitCell.appendChild(opt);
+        });
+      } else {
+        unitCell = el("span", {text: field.unit || ""});
+      }
+      body.appendChild(el("tr", {}, [
+        el("td", {}, [el("code", {text: field.name})]), el("td", {}, [control]), el("td", {}, [unitCell]),
+        el("td", {text: field.desc || ""})
+      ]));
+    });
+    table.appendChild(body);
+    return table;
+  }
+
+  function buildForm(host, spec) {
+    var form = el("form", {"class": "aiinfra-form__form", autocomplete: "off", "data-kind": spec.kind, "data-id": spec.id});
+    form.appendChild(fieldsTable(spec.fields));
+    var button = el("button", {type: "submit", "class": "md-button md-button--primary aiinfra-form__run", text: "Compute"});
+    form.appendChild(button);
+    var result = el("div", {"class": "aiinfra-form__result", "aria-live": "polite"});
+    form.appendChild(result);
+    form.addEventListener("submit", function (event) { event.preventDefault(); compute(form, spec, result); });
+    form.addEventListener("change", function () { compute(form, spec, result); });
+    host.appendChild(form);
+    compute(form, spec, result);
+  }
+
+  function compute(form, spec, result) {
+    result.textContent = "";
+    var given = {}, out;
+    try {
+      spec.fields.forEach(function (field) {
+        var v = fieldValue(form, field);
+        if (v !== undefined) given[field.name] = v;
+      });
+      out = spec.kind === "formula" ? runFormula(spec.id, given) : runCalculator(spec.calc, given);
+    } catch (exc) {
+      if (!(exc instanceof InputError || exc instanceof Missing)) throw exc;
+      result.appendChild(el("p", {"class": "aiinfra-form__error", "data-error-field": exc.field, text: exc.field + ": " + exc.message}));
+      form.setAttribute("data-state", "error");
+      return;
+    }
+    var table = el("table", {"class": "aiinfra-form__outputs"});
+    table.appendChild(el("thead", {}, [el("tr", {}, [el("th", {text: "output"}), el("th", {text: "value"}), el("th", {text: "unit"}), el("th", {text: ""})])]));
+    var body = el("tbody");
+    Object.keys(out.outputs).forEach(function (name) {
+      var o = out.outputs[name];
+      body.appendChild(el("tr", {"data-symbol": name, "data-value": String(o.value)}, [
+        el("td", {}, [el("code", {text: name})]), el("td", {"class": "aiinfra-value", text: number(o.value)}),
+        el("td", {text: o.unit}), el("td", {text: friendly(o.value, o.unit)})
+      ]));
+    });
+    table.appendChild(body);
+    result.appendChild(table);
+    result.appendChild(el("p", {"class": "aiinfra-form__chain", text: "Formulas: " + out.formulas.join(" \u2192 ")}));
+    out.warnings.forEach(function (w) { result.appendChild(el("p", {"class": "aiinfra-form__warning", text: "\u26a0 " + w})); });
+    form.setAttribute("data-state", "ok");
+  }
+
+  // ------------------------------------------------------------------ tree walkers
+  function buildWalker(host, spec) {
+    var form = el("form", {"class": "aiinfra-walker", autocomplete: "off", "data-id": spec.id});
+    form.appendChild(fieldsTable(spec.fields));
+    form.appendChild(el("button", {type: "submit", "class": "md-button md-button--primary", text: "Walk"}));
+    var result = el("div", {"class": "aiinfra-walker__result", "aria-live": "polite"});
+    form.appendChild(result);
+    var go = function (event) { if (event) event.preventDefault(); walk(form, spec, result); };
+    form.addEventListener("submit", go);
+    form.addEventListener("change", go);
+    host.appendChild(form);
+    go();
+  }
+
+  function walk(form, spec, result) {
+    result.textContent = "";
+    var given = {};
+    try {
+      spec.fields.forEach(function (field) { var v = fieldValue(form, field); if (v !== undefined) given[field.name] = v; });
+      var values = resolveTreeValues(spec, given);
+      var node = spec.root, path = [], guard = 0;
+      while (spec.nodes[node] && guard++ < 1000) {
+        var n = spec.nodes[node], next = null, why = "";
+        if (n.kind === "ask") {
+          next = n.options[values[n.input]];
+          why = n.input + " = " + values[n.input];
+          if (next === undefined) throw new InputError("--set " + n.input, "no branch for '" + values[n.input] + "'");
+        } else {
+          for (var i = 0; i < n.branches.length; i++) {
+            var c = lib().conditions[n.branches[i].key];
+            if (c.fn.apply(null, c.used.map(function (u) { return values[u]; }))) { next = n.branches[i].to; why = n.branches[i].when; break; }
+          }
+          if (next === null) { next = n.otherwise; why = "otherwise"; }
+          if (next === null || next === undefined) throw new InputError(node, "no branch holds and there is no otherwise");
+        }
+        path.push({node: node, why: why});
+        node = next;
+      }
+      var leaf = spec.leaves[node];
+      if (!leaf) throw new InputError(node, "is neither a node nor a leaf");
+      var ol = el("ol", {"class": "aiinfra-walker__path"});
+      path.forEach(function (p) { ol.appendChild(el("li", {}, [el("code", {text: p.node}), document.createTextNode(" \u2014 " + p.why)])); });
+      result.appendChild(ol);
+      result.appendChild(el("p", {"class": "aiinfra-walker__leaf", "data-leaf": node}, [el("strong", {text: leaf.title || node})]));
+      if (leaf.text) result.appendChild(el("p", {text: leaf.text}));
+      form.setAttribute("data-leaf", node);
+      form.setAttribute("data-state", "ok");
+    } catch (exc) {
+      if (!(exc instanceof InputError || exc instanceof Missing)) throw exc;
+      result.appendChild(el("p", {"class": "aiinfra-form__error", text: exc.field + ": " + exc.message}));
+      form.setAttribute("data-state", "error");
+    }
+  }
+
+  // Tree inputs, then every produced symbol a condition needs, through the same chain resolver.
+  function resolveTreeValues(spec, given) {
+    var calc = {id: spec.id, inputs: spec.inputs, outputs: spec.derived, refuse: [], failure_boundaries: [], scaled_defaults: spec.scaled_defaults};
+    var values = {};
+    spec.fields.forEach(function (f) {
+      if (given[f.name] !== undefined) values[f.name] = given[f.name];
+      else if (f.values && f.values.length) values[f.name] = f.initial;
+      else if (spec.scaled_defaults[f.name] !== undefined) values[f.name] = spec.scaled_defaults[f.name];
+    });
+    if (spec.derived.length) {
+      var out = runCalculator(calc, given);
+      for (var k in out.inputs) values[k] = out.inputs[k].value;
+      for (var o in out.outputs) values[o] = out.outputs[o].value;
+    }
+    return values;
+  }
+
+  // ------------------------------------------------------------------ start-up
+  function start() {
+    if (!window.AIINFRA_FORMULAS) return;
+    var hosts = document.querySelectorAll("[data-aiinfra-form]:not([data-ready])");
+    Array.prototype.forEach.call(hosts, function (host) {
+      host.setAttribute("data-ready", "1");
+      var spec = JSON.parse(host.getAttribute("data-aiinfra-form"));
+      if (spec.kind === "walker") buildWalker(host, spec); else buildForm(host, spec);
+    });
+  }
+
+  window.aiinfra = {number: number, friendly: friendly, runCalculator: runCalculator, runFormula: runFormula, start: start};
+  if (typeof document !== "undefined") {
+    if (window.document$ && window.document$.subscribe) window.document$.subscribe(start);
+    else if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+    else start();
+  }
+})();
