@@ -61,9 +61,10 @@ def resolve_node(k, text: str, book: str = DEFAULT_BOOK, field: str = "CHAPTER")
 def _node_hint(k, ident: str, book: str) -> str:
     chapter = _chapter_id(ident)
     if chapter != ident and chapter in k.chapters:
-        sections = [s.id.split(":", 1)[1] for s in k.chapters[chapter].sections if s.id.count(".") == ident.count(".")]
-        close = difflib.get_close_matches(ident.split(":", 1)[1], sections, n=3, cutoff=0.5) or sections[:6]
-        return f" ({chapter} has sections {', '.join(close)}{', ...' if len(close) < len(sections) else ''})"
+        every = sorted((s.id for s in k.chapters[chapter].sections), key=chapter_key)
+        sections = [s for s in every if s.count(".") == ident.count(".")] or every
+        shown = [s.split(":", 1)[1] for s in sections[:10]]
+        return f" ({chapter} has sections {', '.join(shown)}{', ...' if len(shown) < len(sections) else ''})" if shown else f" ({chapter} lists no sections)"
     names = [c for c in sorted(k.chapters, key=chapter_key) if c.startswith(f"{book}:")]
     numbered = [c for c in names if c.split(":ch", 1)[1].isdigit()]
     letters = [c for c in names if not c.split(":ch", 1)[1].isdigit()]

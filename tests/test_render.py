@@ -77,3 +77,12 @@ def test_lists_are_joined_in_text_cells():
 
 def test_to_json_keeps_non_ascii_and_stringifies_the_rest():
     assert to_json({"name_zh": "显存换算", "root": Path("a/b")}) == '{\n  "name_zh": "显存换算",\n  "root": "a/b"\n}'
+
+
+def test_text_table_aligns_chinese_titles():
+    # 推理 is two wide characters, four terminal columns: the next column starts at the same place
+    from engine.cli.render import display_width, table
+
+    assert display_width("推理服务") == 8 and display_width("abc") == 3
+    out = table([dict(a="推理", b="x"), dict(a="abcd", b="y")], [("a", "a"), ("b", "b")], "text").splitlines()
+    assert out[2] == "推理  x" and out[3] == "abcd  y"

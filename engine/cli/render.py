@@ -16,10 +16,19 @@ def table(rows: Sequence[dict], columns: Sequence[tuple[str, str]], fmt: str) ->
     return _TABLES[fmt](rows, columns)
 
 
+def display_width(text: str) -> int:
+    """Terminal columns of ``text``: East Asian wide and full-width characters take two."""
+    if text.isascii():
+        return len(text)
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
 def _text(rows, columns) -> str:
     cells = [[h for _, h in columns]] + [[_cell(r.get(k)) for k, _ in columns] for r in rows]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(columns))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    widths = [max(display_width(row[i]) for row in cells) for i in range(len(columns))]
+    lines = ["  ".join(c + " " * (w - display_width(c)) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
