@@ -230,6 +230,7 @@ def run(calc: Calculator, module, given: dict[str, object], presets: dict[str, t
     plan = _Plan(calc, graph, given, sources)
     for name in given:  # every given value is read and checked first, so its error comes first
         plan.leaf(name)
+    _refuse(calc, {**_selector_defaults(calc, graph), **plan.selectors})  # before a missing variant can hide it
     upstream = graph.upstream([n for n in given if n in graph.producer])
     skipped = [n for n in calc.outputs if n in upstream and n not in given]
     wanted = [n for n in calc.outputs if n not in skipped]
@@ -250,6 +251,10 @@ def run(calc: Calculator, module, given: dict[str, object], presets: dict[str, t
     wanted = [n for n in wanted if n not in skipped]
     _refuse(calc, plan.selectors)
     unused = [n for n in given if n not in plan.used]
+    # failure boundaries may name values the chain did not need (tp_size > kv_heads when params
+    # came from a preset) and categorical choices that read as numbers (zero_stage > 0)
+    context = {n: plan.quantities[n].value for n in unused if n in plan.quantities}
+    context.update({k: float(v) for k, v in plan.selectors.items() if _is_number(v)})
     for name in unused:
         plan.inputs.pop(name, None)
         plan.quantities.pop(name, None)
@@ -285,7 +290,7 @@ def run(calc: Calculator, module, given: dict[str, object], presets: dict[str, t
         for name in sampled_needed:
             outputs[name] = OutputValue(point[name], graph.units[name], lows[name], highs[name], "sampled")
     outputs = {n: outputs[n] for n in wanted}
-    warnings = _boundaries(calc, graph, point, outputs, quantities)
+    warnings = _boundaries(calc, graph, {**context, **point}, outputs, quantities)
     for name in skipped:
         why = f"needs {plan.missing[name]}" if name in plan.missing else "upstream of a symbol given directly"
         warnings.append(f"not computed: {name} ({why}; the outputs above do not depend on it)")
@@ -359,6 +364,27 @@ def sweep(result: CalcResult, name: str, low: float, high: float, points: int, l
         out = _chain(plan.order, module, values, numpy=True)
     ones = np.ones_like(xs, dtype=float)
     return xs, {n: np.asarray(out[n], dtype=float) * ones for n in result.outputs if n != name}
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def _selector_defaults(calc: Calculator, graph: Graph) -> dict[str, str]:
+    """The default value of every categorical input a refuse rule names."""
+    out = {}
+    for rule in calc.refuse:
+        for key in rule["when"]:
+            default = calc.inputs.get(key, {}).get("default")
+            if default is None and graph.known(key):
+                default = graph.default(key)
+            if isinstance(default, str):
+                out[key] = default
+    return out
 
 
 def _refuse(calc: Calculator, selectors: dict[str, str]) -> None:

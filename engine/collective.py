@@ -23,7 +23,7 @@ Without a bandwidth there are bytes and steps but no times. For allreduce the re
 carries the ring vs tree crossover: the message size where their alpha-beta times meet.
 
 Per-rank traffic and time come from the formula records, evaluated through the compiled
-module (FX1 collective_wire_bytes, FX50 collective_time, FX51 alg_bandwidth, FX52
+module (FX1 collective_wire_bytes, FX50 ring_collective_time, FX51 alg_bandwidth, FX52
 bus_bandwidth); the simulated schedule must agree with them, and tests check that it does.
 """
 
