@@ -98,11 +98,13 @@ class RunOutcome:
     message: str = ""
     result: object = None  # engine.calculators.CalcResult when ok
     book: dict | None = None  # printed, value, unit, ours, ratio, agrees, source, erratum
+    note: str = ""
 
     def to_json(self) -> dict:
         out = {"id": self.id, "calculator": self.calculator, "label": self.label, "status": self.status}
-        if self.message:
-            out["message"] = self.message
+        for key in ("message", "note"):
+            if getattr(self, key):
+                out[key] = getattr(self, key)
         if self.result is not None:
             out["result"] = self.result.to_json()
         if self.book is not None:
@@ -154,21 +156,25 @@ class Report:
 
 
 class _Context:
-    """What a tier's runs read from a root, loaded once and only when needed."""
+    """What a tier's runs read from a root, loaded once and only when needed.
+
+    Calculator records, device facts and model presets go through the JSON caches beside the
+    compiled formulas (``engine.compiled.json_cached``), keyed by the files they come from, so
+    ``arch show`` does not re-validate every YAML file on each call.
+    """
 
     def __init__(self, root):
         self.root = root
         self._calculators = None
         self._module = None
-        self._hardware = None
-        self._models = None
+        self._devices: dict[tuple[str, str], dict] = {}
 
     @property
     def calculators(self) -> dict[str, dict]:
         if self._calculators is None:
-            from engine.calculators import load_records as calc_records
+            from engine.calculators import cached_records
 
-            self._calculators = calc_records(self.root)
+            self._calculators = cached_records(self.root)
         return self._calculators
 
     @property
@@ -179,28 +185,45 @@ class _Context:
             self._module = compiled.load(self.root)
         return self._module
 
-    def device(self, ident: str):
-        from engine import hardware
-        from engine.presets import _hardware_only
+    def device(self, ident: str, precision: str = "bf16") -> dict:
+        """id, name, TDP (value, text, source) and the preset values of one device."""
+        if (ident, precision) not in self._devices:
+            import zlib
 
-        if self._hardware is None:
-            self._hardware = _hardware_only(self.root)
-        return hardware.find(self._hardware, ident, "hardware.device")
+            from engine import compiled
 
-    def model(self, ident: str) -> dict:
-        from engine import models
+            key = compiled.files_key(self.root, ["knowledge/hardware"], ["archs.py", "presets.py", "hardware.py"])
+            key += f"{zlib.crc32(f'{ident}|{precision}'.encode()):08x}"
+            self._devices[(ident, precision)] = compiled.json_cached("arch_device", key, lambda: _device_facts(self.root, ident, precision))
+        return self._devices[(ident, precision)]
 
-        if self._models is None:
-            self._models = models.load_models(self.root)
-        if ident not in self._models:
-            raise InputError("model", f"no model {ident!r} in knowledge/models")
-        return self._models[ident]
+    def model_values(self, ident: str) -> dict[str, tuple[object, str]]:
+        from engine import presets
+
+        return presets.cached(self.root, ident, None)
+
+
+def _device_facts(root, ident: str, precision: str) -> dict:
+    from engine import hardware, presets
+
+    dev = hardware.find(presets._hardware_only(root), ident, "hardware.device")
+    tdp = dev.record.get("tdp") or {}
+    return {"id": dev.id, "name": dev.name, "tdp_w": dev.tdp_w, "tdp_text": tdp.get("value", ""), "tdp_source": tdp.get("source", ""),
+            "values": presets.device_values(dev, precision)}
 
 
 def evaluate(root, text: str) -> Report:
     """Run every calculator run of the tier ``text`` and evaluate its failure boundaries."""
-    record = find(load_records(root), text)
+    record = find(cached_records(root), text)
     return _evaluate(_Context(root), record)
+
+
+def cached_records(root) -> dict[str, dict]:
+    """``load_records(root)`` through a JSON cache keyed by the tier files and the schema."""
+    from engine import compiled
+
+    key = compiled.files_key(root, ["/".join(FOLDER)], ["schemas/reference_architecture.json", "archs.py", "yamlio.py"])
+    return compiled.json_cached("archs", key, lambda: load_records(root))
 
 
 def _evaluate(ctx: _Context, record: dict) -> Report:
@@ -213,7 +236,7 @@ def _evaluate(ctx: _Context, record: dict) -> Report:
 
 def _pool_summary(ctx: _Context, record: dict, pool: dict) -> dict:
     dev = ctx.device(pool["device"])
-    out = {"name": pool["name"], "device": pool["device"], "device_name": dev.name, "nodes": pool["nodes"],
+    out = {"name": pool["name"], "device": pool["device"], "device_name": dev["name"], "nodes": pool["nodes"],
            "gpus_per_node": pool["gpus_per_node"], "gpus": pool["nodes"] * pool["gpus_per_node"], "source": pool["source"]}
     if pool.get("node_power"):
         out["node_power"] = pool["node_power"]
@@ -232,7 +255,7 @@ def _pool(record: dict, name: str | None) -> dict:
     raise InputError("pool", f"{short(record['id'])} has no hardware pool {name!r} (its pools: {', '.join(p['name'] for p in pools)})")
 
 
-def count_values(record: dict, pool: dict, device) -> dict[str, tuple[object, str]]:
+def count_values(record: dict, pool: dict, device: dict) -> dict[str, tuple[object, str]]:
     """symbol -> (value, source) for what the tier's counts decide."""
     where = f"{short(record['id'])} hardware pool {pool['name']}: {pool['nodes']} node(s) x {pool['gpus_per_node']} {short(pool['device'])} ({pool['source']})"
     total = pool["nodes"] * pool["gpus_per_node"]
@@ -247,33 +270,30 @@ def count_values(record: dict, pool: dict, device) -> dict[str, tuple[object, st
 
         watts = parse_quantity(str(power["value"]), "W").value
         out["node_power"] = (watts, f"{where}: node power {power['value']} ({power['source']})")
-        if device.tdp_w:
-            gpus = pool["gpus_per_node"] * device.tdp_w
-            tdp = device.record["tdp"]
-            out["node_overhead_power"] = (watts - gpus, f"node power {power['value']} minus {pool['gpus_per_node']} x {tdp['value']} TDP "
-                                                         f"= {watts - gpus:g} W ({power['source']}; {tdp['source']})")
-            out["host_overhead"] = (watts / gpus, f"node power {power['value']} / ({pool['gpus_per_node']} x {tdp['value']} TDP) = {watts / gpus:.4g} "
-                                                  f"({power['source']}; {tdp['source']})")
+        if device["tdp_w"]:
+            gpus = pool["gpus_per_node"] * device["tdp_w"]
+            tdp, tdp_source = device["tdp_text"], device["tdp_source"]
+            out["node_overhead_power"] = (watts - gpus, f"node power {power['value']} minus {pool['gpus_per_node']} x {tdp} TDP "
+                                                         f"= {watts - gpus:g} W ({power['source']}; {tdp_source})")
+            out["host_overhead"] = (watts / gpus, f"node power {power['value']} / ({pool['gpus_per_node']} x {tdp} TDP) = {watts / gpus:.4g} "
+                                                  f"({power['source']}; {tdp_source})")
     return out
 
 
 def _presets(ctx: _Context, record: dict, spec: dict) -> dict[str, tuple[object, str]]:
-    from engine import presets as presets_mod
-
     pool = _pool(record, spec.get("pool"))
     fill = spec.get("fill", ["counts", "device"])
     out: dict[str, tuple[object, str]] = {}
     if fill:
-        device = ctx.device(pool["device"])
+        device = ctx.device(pool["device"], spec.get("precision", "bf16"))
         if "counts" in fill:
             out.update(count_values(record, pool, device))
         if "device" in fill:
-            out.update(presets_mod.device_values(device, spec.get("precision", "bf16")))
+            out.update({k: tuple(v) for k, v in device["values"].items()})
     if spec.get("model"):
-        out.update(presets_mod.model_values(ctx.model(spec["model"]), ctx.root))
-    tag = f"{short(record['id'])} {spec['id']}"
+        out.update(ctx.model_values(spec["model"]))
     for name, cited in spec.get("inputs", {}).items():
-        out[name] = (cited["value"], f"{tag}: {cited['source']}")
+        out[name] = (cited["value"], cited["source"])
     return out
 
 
@@ -282,7 +302,7 @@ def _run(ctx: _Context, record: dict, spec: dict) -> RunOutcome:
     from engine.calculators import run as run_calc
 
     cid = spec["calculator"]
-    outcome = RunOutcome(spec["id"], cid, spec["label"], "ok")
+    outcome = RunOutcome(spec["id"], cid, spec["label"], "ok", note=spec.get("note", ""))
     if cid not in ctx.calculators:
         outcome.status, outcome.message = "not available", f"{cid} is not in knowledge/calculators/ yet"
         return outcome
@@ -333,10 +353,12 @@ def _boundary(record: dict, fb: dict, runs: dict[str, RunOutcome]) -> BoundaryOu
     th = fb.get("threshold")
     if th is None:
         return out
+    from engine.humanize import number
     from engine.units import parse_quantity
 
     limit = parse_quantity(str(th["value"]), got.unit).value
-    out.threshold = {"op": th["op"], "value": limit, "unit": got.unit, "text": str(th["value"]), "source": th["source"]}
+    text = th["value"] if isinstance(th["value"], str) else number(th["value"])
+    out.threshold = {"op": th["op"], "value": limit, "unit": got.unit, "text": text, "source": th["source"]}
     out.status = "met" if OPS[th["op"]](got.value, limit) else "not met"
     return out
 
@@ -365,17 +387,20 @@ def problems(source) -> list[Problem]:
     threshold reads in the evidence's unit; training runs only on tiers that train, serving
     runs only on tiers that serve.
     """
-    root = getattr(source, "root", source)
+    loaded = hasattr(source, "chapters")  # a Knowledge (a Path has a .root too: "/")
+    root = source.root if loaded else source
     records, out = _read(root)
+    if loaded and hasattr(source, "reference_architectures"):
+        out = []  # Knowledge.load has reported the YAML and schema problems of these files already
     if not records:
         return out
-    k = source if hasattr(source, "chapters") else _knowledge(root)
+    k = source if loaded else _knowledge(root)
     ctx = _Context(root)
     try:
-        ctx.calculators
-    except KnowledgeError:  # reported by the calculator rules
+        _ = ctx.calculators, ctx.module
+    except KnowledgeError:  # reported by the formula and calculator rules; runs cannot be checked now
         ctx._calculators = {}
-    for rid, rec in sorted(records.items()):
+    for _rid, rec in sorted(records.items()):
         out += _record_problems(ctx, k, records, rec)
     return sorted(out)
 
@@ -418,7 +443,7 @@ def _record_problems(ctx: _Context, k, records: dict, rec: dict) -> list[Problem
         if spec["id"] in runs:
             bad(f"runs[{j}].id", f"{spec['id']!r} is used by more than one run")
         runs[spec["id"]] = spec
-        out += [Problem(place, rid, f"runs[{j}].{p}", m) for p, m in _run_problems(ctx, k, rec, spec, names)]
+        out += [Problem(place, rid, f"runs[{j}]" + (f".{p}" if p else ""), m) for p, m in _run_problems(ctx, k, rec, spec, names)]
     outcomes = {}
     for j, fb in enumerate(rec["failure_boundaries"]):
         path = f"failure_boundaries[{j}]"

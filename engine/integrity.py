@@ -34,6 +34,7 @@ def check(k: Knowledge) -> list[Problem]:
     problems += _hardware(k)
     problems += _operators(k)
     problems += _calculators(k)
+    problems += _archs(k)
     return sorted(set(problems))
 
 
@@ -52,6 +53,14 @@ def _calculators(k: Knowledge) -> list[Problem]:
     from engine import calculators
 
     return calculators.problems(k)
+
+
+def _archs(k: Knowledge) -> list[Problem]:
+    if not k.reference_architectures:
+        return []
+    from engine import archs
+
+    return archs.problems(k)
 
 
 def _hardware(k: Knowledge) -> list[Problem]:

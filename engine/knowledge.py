@@ -26,7 +26,8 @@ KNOWLEDGE_KINDS = ("books", "chapters", "concepts", "paths", "actions")
 
 # folders of knowledge/ whose files each hold ONE record: folder -> (schema, Knowledge attribute)
 SINGLE_RECORD_FOLDERS = {"models": ("model", "models"), "hardware": ("hardware", "hardware"), "operators": ("operators", "operators"),
-                         "calculators": ("calculator", "calculators")}
+                         "calculators": ("calculator", "calculators"),
+                         "reference_architectures": ("reference_architecture", "reference_architectures")}
 _SCHEMA = {"books": "book", "chapters": "chapter", "concepts": "concept", "paths": "path", "actions": "action"}
 
 
@@ -51,6 +52,7 @@ class Knowledge:
     hardware: dict[str, dict] = field(default_factory=dict)
     operators: dict[str, dict] = field(default_factory=dict)
     calculators: dict[str, dict] = field(default_factory=dict)  # calc:<name> -> record (engine.calculators)
+    reference_architectures: dict[str, dict] = field(default_factory=dict)  # ra:<id> -> record (engine.archs)
     problems: list[Problem] = field(default_factory=list)
     places: dict[str, str] = field(default_factory=dict)  # id -> file:line
 

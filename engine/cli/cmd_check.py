@@ -24,6 +24,7 @@ def run(args) -> int:
         "models": len(knowledge.models),
         "devices": len(knowledge.hardware),
         "calculators": len(knowledge.calculators),
+        "architectures": len(knowledge.reference_architectures),
     }
     if args.format == "json":
         emit(to_json({"ok": not problems, "counts": counts, "problems": [p.__str__() for p in problems]}))
