@@ -21,7 +21,17 @@ import time
 CASES = {
     "kv-concurrency": ("context_tokens", 1024, 131072, dict(kv_bytes=2, tp_size=1, gpu_memory_utilization=0.9, engine_overhead_bytes="2GiB"),
                        dict(model="qwen3-8b", device="h100-sxm")),
-    "training-duration": ("n_gpus", 256, 16384, dict(train_tokens="15T"), dict(model="llama-3.1-70b", device="h100-sxm")),
+    "training-duration": ("mfu", 0.2, 0.6, dict(train_tokens="15T", n_gpus=1024), dict(model="llama-3.1-70b", device="h100-sxm")),
+    "training-memory": ("params", 1e9, 1e12, dict(tp_size=8, pp_size=4, dp_size=32, zero_stage="1", seq_len=8192, recompute="selective"),
+                        dict(model="llama-3.1-70b", device="h100-sxm")),
+    "collective": ("msg_bytes", 1e3, 1e10, dict(collective="allreduce", ranks=8, eff_bandwidth="450GB/s", step_latency="5us"), {}),
+    "checkpoint-window": ("mtbf", 3600, 360000, dict(checkpoint_stall=30, restart_time=600), {}),
+    "inference-capacity": ("prompt_tokens", 128, 131072, dict(kv_bytes=2, engine_overhead_bytes="4GiB", batch_size=64, avg_output_tokens=256),
+                           dict(model="qwen3-8b", device="h100-sxm")),
+    "serving-fleet": ("qps", 1, 1000, dict(kv_bytes=2, engine_overhead_bytes="4GiB", prompt_tokens=2048, avg_output_tokens=256,
+                                          ttft_target="1s", tpot_target="50ms"), dict(model="qwen3-8b", device="h100-sxm")),
+    "power-tco": ("utilization", 0.01, 1, dict(n_gpus=1024, gpus_per_node=8, node_overhead_power="4600W", capex_per_gpu=30000,
+                                               electricity_price=0.08), dict(device="h100-sxm")),
 }
 
 

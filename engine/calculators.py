@@ -41,6 +41,7 @@ class Calculator:
     failure_boundaries: list[dict] = field(default_factory=list)
     notes: str = ""
     refuse: list[dict] = field(default_factory=list)  # {when: {selector: value | [values]}, message}
+    optional_outputs: list[str] = field(default_factory=list)  # computed only when their inputs are there
 
     @property
     def name(self) -> str:
@@ -52,7 +53,7 @@ class Calculator:
             rec["id"], rec["title"], rec["title_zh"], list(rec.get("sections", ())), list(rec.get("chapters", ())),
             {i["symbol"]: {k: v for k, v in i.items() if k != "symbol"} for i in rec["inputs"]},
             list(rec["outputs"]), list(rec.get("assumptions", ())), list(rec.get("failure_boundaries", ())), rec.get("notes", ""),
-            list(rec.get("refuse", ())),
+            list(rec.get("refuse", ())), list(rec.get("optional_outputs", ())),
         )
 
 
@@ -151,13 +152,14 @@ class Graph:
         """Formulas (all variants) and symbols a calculator can reach from its outputs."""
         fids: list[str] = []
         symbols: set[str] = set()
-        todo = list(calc.outputs)
+        every = list(calc.outputs) + list(calc.optional_outputs)
+        todo = list(every)
         while todo:
             name = todo.pop()
             if name in symbols:
                 continue
             symbols.add(name)
-            is_output = name in calc.outputs
+            is_output = name in every
             declared_default = calc.inputs.get(name, {}).get("default") is not None
             if name not in self.producer or (not is_output and (declared_default or self.default(name) is not None)):
                 continue
@@ -221,6 +223,7 @@ def run(calc: Calculator, module, given: dict[str, object], presets: dict[str, t
     for name in given:
         if name not in allowed:
             raise InputError(f"--set {name}", f"is not an input of {calc.id} (its inputs: {', '.join(calc.inputs)})")
+    currency = _currency(given)
     user = list(given)
     sources = {n: "user" for n in given}
     given = dict(given)
@@ -232,13 +235,15 @@ def run(calc: Calculator, module, given: dict[str, object], presets: dict[str, t
         plan.leaf(name)
     _refuse(calc, {**_selector_defaults(calc, graph), **plan.selectors})  # before a missing variant can hide it
     upstream = graph.upstream([n for n in given if n in graph.producer])
-    skipped = [n for n in calc.outputs if n in upstream and n not in given]
-    wanted = [n for n in calc.outputs if n not in skipped]
-    # outputs no other output depends on are required; the others only when the chain reaches
-    # them or their inputs are there (flop_basis=hardware needs no train_flops)
+    optional = [n for n in calc.optional_outputs if n not in calc.outputs]
+    wanted = list(calc.outputs) + optional
+    skipped: list[str] = []
+    # outputs no other output depends on are required; the others (and the optional ones, and
+    # those upstream of a symbol given directly) only when the chain reaches them or their
+    # inputs are there (flop_basis=hardware needs no train_flops)
     feeding = graph.upstream(wanted)
     for name in wanted:  # in declared order, so the evaluation order reads like the output list
-        if name not in feeding:
+        if name not in feeding and name not in upstream and name not in optional:
             plan.need(name, output=True)
             continue
         saved = plan.snapshot()
@@ -247,7 +252,8 @@ def run(calc: Calculator, module, given: dict[str, object], presets: dict[str, t
         except _Missing as exc:
             plan.restore(saved)
             skipped.append(name)
-            plan.missing[name] = exc.field.removeprefix("--set ")
+            if name not in upstream:
+                plan.missing[name] = exc.field.removeprefix("--set ")
     wanted = [n for n in wanted if n not in skipped]
     _refuse(calc, plan.selectors)
     unused = [n for n in given if n not in plan.used]
@@ -292,6 +298,8 @@ def run(calc: Calculator, module, given: dict[str, object], presets: dict[str, t
     outputs = {n: outputs[n] for n in wanted}
     warnings = _boundaries(calc, graph, {**context, **point}, outputs, quantities)
     for name in skipped:
+        if name in optional:
+            continue  # optional outputs appear only when their inputs are given
         why = f"needs {plan.missing[name]}" if name in plan.missing else "upstream of a symbol given directly"
         warnings.append(f"not computed: {name} ({why}; the outputs above do not depend on it)")
     if unused:
@@ -303,6 +311,15 @@ def run(calc: Calculator, module, given: dict[str, object], presets: dict[str, t
             if a not in assumptions:
                 assumptions.append(f"{fid}: {a}")
     steps = [_step(module, fid, key, point) for fid, key in plan.order]
+    if currency == "CNY":  # money stays in the currency of the price inputs; nothing is converted
+        relabel = lambda unit: re.sub(r"\bUSD\b", "CNY", unit)  # noqa: E731
+        plan.inputs = {n: v._replace(unit=relabel(v.unit)) for n, v in plan.inputs.items()}
+        outputs = {n: v._replace(unit=relabel(v.unit)) for n, v in outputs.items()}
+        steps = [{**st, "unit": relabel(st["unit"])} for st in steps]
+        assumptions.insert(0, "Money is in CNY, the currency of the price inputs; nothing is converted (the formula records write money as USD).")
+    money_defaults = [n for n, v in plan.inputs.items() if "USD" in v.unit or "CNY" in v.unit if v.source.startswith("default")]
+    if money_defaults and currency:
+        warnings.append(f"money inputs left at their defaults ({', '.join(money_defaults)}) are read in {currency}; check their sources say the same currency")
     result = CalcResult(calc, plan.inputs, outputs, [fid for fid, _ in plan.order], assumptions, warnings, steps)
     result.ranking = _ranking(plan.order, module, quantities, ranged, outputs, directions)
     result._plan, result._module = plan, module
@@ -364,6 +381,21 @@ def sweep(result: CalcResult, name: str, low: float, high: float, points: int, l
         out = _chain(plan.order, module, values, numpy=True)
     ones = np.ones_like(xs, dtype=float)
     return xs, {n: np.asarray(out[n], dtype=float) * ones for n in result.outputs if n != name}
+
+
+_CURRENCY = re.compile(r"(?<![A-Za-z])(USD|CNY|RMB)(?![A-Za-z])")
+
+
+def _currency(given: dict[str, object]) -> str:
+    """The one currency the price inputs are written in ("" when none says); a mix is bad input."""
+    seen: dict[str, str] = {}
+    for name, raw in given.items():
+        for m in _CURRENCY.finditer(str(raw)):
+            seen.setdefault("CNY" if m.group(1) == "RMB" else m.group(1), name)
+    if len(seen) > 1:
+        (a, na), (b, nb) = list(seen.items())[:2]
+        raise InputError(f"--set {nb}", f"is in {b} but {na} is in {a}; give every price in one currency (nothing is converted)")
+    return next(iter(seen), "")
 
 
 def _is_number(text: str) -> bool:
@@ -654,9 +686,10 @@ def problems(k) -> list[Problem]:
         calc = Calculator.from_record(rec)
         if place and Path(place.rsplit(":", 1)[0]).stem != calc.name:
             out.append(Problem(place, cid, "id", f"the file should be named {calc.name}.yaml"))
-        for j, name in enumerate(calc.outputs):
-            if name not in graph.producer:
-                out.append(Problem(place, cid, f"outputs[{j}]", f"{name} is not produced by any formula"))
+        for field_, names in (("outputs", calc.outputs), ("optional_outputs", calc.optional_outputs)):
+            for j, name in enumerate(names):
+                if name not in graph.producer:
+                    out.append(Problem(place, cid, f"{field_}[{j}]", f"{name} is not produced by any formula"))
         for name, spec in calc.inputs.items():
             if not graph.known(name):
                 out.append(Problem(place, cid, f"inputs.{name}", "is not a formula symbol"))

@@ -113,12 +113,16 @@ _define("J", Unit(1.0, _J), _P_ENERGY)
 _define("W", Unit(1.0, _dims(J=1, s=-1)), _P_ENERGY)
 _define("Wh", Unit(3600.0, _J), _P_ENERGY)
 _define("USD", Unit(1.0, _dims(USD=1)), _P_DEC)
+# Money is one dimension and is never converted: a calculation runs in the currency of its
+# price inputs (engine.calculators relabels USD as CNY when the prices are given in CNY and
+# refuses a mix). The formula records write that dimension as USD.
+_define("CNY RMB", Unit(1.0, _dims(USD=1)), _P_DEC)
 _define("gCO2e", Unit(1.0, _dims(g=1)), {"k": 1e3, "M": 1e6})
 _define("tCO2e", Unit(1e6, _dims(g=1)))
 
 _PREFIX_ONLY = {**_BIG, **_BINARY}
 
-KNOWN_UNITS = "B, bit, FLOP, FLOPS, s, min, h, d, yr, tokens, requests, W, J, Wh, USD, gCO2e, GPU, %, 1"
+KNOWN_UNITS = "B, bit, FLOP, FLOPS, s, min, h, d, yr, tokens, requests, W, J, Wh, USD, CNY, gCO2e, GPU, %, 1"
 
 
 def lookup(atom: str) -> Unit:

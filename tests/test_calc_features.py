@@ -150,3 +150,36 @@ def test_python_handle_matches_cli(capsys):
 def test_python_handle_unknown_name():
     with pytest.raises(InputError, match="no calculator 'kv'"):
         api.calculator("kv")
+
+
+# ---------------------------------------------------------------------- money, optional outputs
+
+TCO = dict(n_gpus=1000, gpu_tdp="1000W", it_power_model="host_factor", host_overhead=1.4, pue=1.3, capex_per_gpu="200000CNY",
+           electricity_price="0.6CNY/kWh", depreciation_period=4, ecosystem_person_months=50)
+
+
+def test_money_follows_the_currency_of_the_prices():
+    # The book's README tco example (BOOK.md section 8), in 元: IT 1000 x 1000 W x 1.4 = 1.4 MW; x PUE 1.3 = 1.82 MW;
+    # x 8760 h = 15,943,200 kWh; x 0.6 = 9,565,920 元; capex 200,000 x 1000 / 4 = 50,000,000; ecosystem
+    # 50 x 80,000 / 4 = 1,000,000 a year; TCO 60,565,920 元 a year; / (1000 x 8760) = 6.9139 元 per GPU-hour
+    r = api.calculator("power-tco").run(**TCO)
+    assert r.outputs["tco_per_year"].value == pytest.approx(60_565_920)
+    assert r.outputs["tco_per_year"].unit == "CNY/yr"
+    assert r.outputs["gpu_hour_cost"].value == pytest.approx(6.9139, abs=1e-4) and r.outputs["gpu_hour_cost"].unit.startswith("CNY")
+    assert any("Money is in CNY" in a for a in r.assumptions)
+
+
+def test_mixed_currencies_are_refused(capsys):
+    code = main(["calc", "power-tco", "--set", "n_gpus=8", "--set", "gpu_tdp=700W", "--set", "electricity_price=0.6CNY/kWh",
+                 "--set", "capex_per_gpu=30000USD", "--set", "pue=1.3", "--set", "gpus_per_node=8", "--set", "node_overhead_power=4.6kW",
+                 "--set", "depreciation_period=4"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "one currency" in err
+
+
+def test_optional_outputs_appear_only_with_their_inputs():
+    # FX92: 6.9139 元 per GPU-hour / (1000 tokens/s x 3600 s / 1e6) = 1.9205 元 per million tokens
+    plain = api.calculator("power-tco").run(**TCO)
+    assert "cost_per_mtok" not in plain.outputs and not any("cost_per_mtok" in w for w in plain.warnings)
+    more = api.calculator("power-tco").run(**TCO, gpu_token_rate=1000)
+    assert more.outputs["cost_per_mtok"].value == pytest.approx(6.9139 / 3.6, rel=1e-4)

@@ -140,7 +140,7 @@ def test_editing_a_formula_changes_the_key_and_rebuilds(cache, tmp_path):
 
 UNKNOWN_UNIT = (
     "formulas/f.yaml:1 F1 symbols.kv_bytes.unit: 'Bytes' is not a known unit (expected B, bit, FLOP, FLOPS, s, min, h, d, "
-    "yr, tokens, requests, W, J, Wh, USD, gCO2e, GPU, %, 1, with prefixes k M G T P, Ki Mi Gi Ti, or m u n on times)"
+    "yr, tokens, requests, W, J, Wh, USD, CNY, gCO2e, GPU, %, 1, with prefixes k M G T P, Ki Mi Gi Ti, or m u n on times)"
 )
 
 

@@ -255,7 +255,7 @@ def test_unknown_input(module):
         ({"b": 0}, "--set b: expected a number > 0 GiB, got 0"),
         ({"b": "0..1"}, "--set b: expected a number > 0 GiB, got 0"),
         ({"b": "1s"}, "--set b: '1s' has unit s (s), expected a quantity in GiB (B)"),
-        ({"b": "80mB"}, "--set b: 'mB' is not a known unit (expected B, bit, FLOP, FLOPS, s, min, h, d, yr, tokens, requests, W, J, Wh, USD, gCO2e, GPU, %, 1, with prefixes k M G T P, Ki Mi Gi Ti, or m u n on times)"),
+        ({"b": "80mB"}, "--set b: 'mB' is not a known unit (expected B, bit, FLOP, FLOPS, s, min, h, d, yr, tokens, requests, W, J, Wh, USD, CNY, gCO2e, GPU, %, 1, with prefixes k M G T P, Ki Mi Gi Ti, or m u n on times)"),
         ({"b": float("nan")}, "--set b: expected a finite number in GiB"),
         ({"b": float("inf")}, "--set b: expected a finite number in GiB"),
         ({"b": "3..1"}, "--set b: '3..1' has its low end 3 above its high end 1 (GiB)"),

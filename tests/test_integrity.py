@@ -20,7 +20,7 @@ CASES = {
     "duplicate_id": "formulas/g.yaml:1 F1 id: is defined twice (first at formulas/f.yaml:1)",
     "duplicate_key": "formulas/f.yaml:3:3 name: duplicate key 'name' (first defined on line 2)",
     "float_section": 'knowledge/book.yaml:14:14 infra:ch6 sections[0].id: expected a string, got the number 6.2 (quote ids and section numbers: "4.10" is not 4.1)',
-    "unknown_unit": "formulas/f.yaml:1 F1 symbols.kv_bytes.unit: 'Bytes' is not a known unit (expected B, bit, FLOP, FLOPS, s, min, h, d, yr, tokens, requests, W, J, Wh, USD, gCO2e, GPU, %, 1, with prefixes k M G T P, Ki Mi Gi Ti, or m u n on times)",
+    "unknown_unit": "formulas/f.yaml:1 F1 symbols.kv_bytes.unit: 'Bytes' is not a known unit (expected B, bit, FLOP, FLOPS, s, min, h, d, yr, tokens, requests, W, J, Wh, USD, CNY, gCO2e, GPU, %, 1, with prefixes k M G T P, Ki Mi Gi Ti, or m u n on times)",
     "dimension_mismatch": "formulas/f.yaml:1 F1 expr: in '2 * layers * kv_heads * head_dim * kv_bytes + layers': the term 'layers' is in 1 but '2 * layers * kv_heads * head_dim * kv_bytes' is in B",
     "dangling_reference": "knowledge/book.yaml:15 infra:ch22 depends_on: refers to infra:ch99, which is not defined",
     "cycle": "knowledge/book.yaml:4 infra:ch3 depends_on: chapter dependencies form a cycle: infra:ch3 --> infra:ch22 --> infra:ch6 --> infra:ch3",

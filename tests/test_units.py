@@ -24,7 +24,7 @@ from engine.units import (
 
 KNOWN = (
     "is not a known unit (expected B, bit, FLOP, FLOPS, s, min, h, d, yr, tokens, requests, "
-    "W, J, Wh, USD, gCO2e, GPU, %, 1, with prefixes k M G T P, Ki Mi Gi Ti, or m u n on times)"
+    "W, J, Wh, USD, CNY, gCO2e, GPU, %, 1, with prefixes k M G T P, Ki Mi Gi Ti, or m u n on times)"
 )
 
 
