@@ -22,7 +22,7 @@ CASES = {
     "kv-concurrency": ("context_tokens", 1024, 131072, dict(kv_bytes=2, tp_size=1, gpu_memory_utilization=0.9, engine_overhead_bytes="2GiB"),
                        dict(model="qwen3-8b", device="h100-sxm")),
     "training-duration": ("mfu", 0.2, 0.6, dict(train_tokens="15T", n_gpus=1024), dict(model="llama-3.1-70b", device="h100-sxm")),
-    "training-memory": ("params", 1e9, 1e12, dict(tp_size=8, pp_size=4, dp_size=32, zero_stage="1", seq_len=8192, recompute="selective"),
+    "training-memory": ("params", 1e9, 1e12, dict(tp_size=8, pp_size=4, dp_size=32, zero_stage="1", seq_len=8192, micro_batch=1, recompute="selective"),
                         dict(model="llama-3.1-70b", device="h100-sxm")),
     "collective": ("msg_bytes", 1e3, 1e10, dict(collective="allreduce", ranks=8, eff_bandwidth="450GB/s", step_latency="5us"), {}),
     "checkpoint-window": ("mtbf", 3600, 360000, dict(checkpoint_stall=30, restart_time=600), {}),
