@@ -537,7 +537,11 @@ def _chain(order, module, values: dict, numpy: bool = False) -> dict:
         if numpy:
             values[meta["output"]["symbol"]] = getattr(module, variant["np"])(*args)
         else:
-            values[meta["output"]["symbol"]] = _call(fid, getattr(module, variant["fn"]), args)
+            try:
+                values[meta["output"]["symbol"]] = _call(fid, getattr(module, variant["fn"]), args)
+            except EvaluationError as exc:  # name the values that led there, so the input can be fixed
+                shown = ", ".join(f"{n}={v:g}" if isinstance(v, int | float) else f"{n}={v}" for n, v in zip(variant["inputs"], args, strict=True))
+                raise InputError(f"{fid} {meta['output']['symbol']} = {variant['expr']}", f"{exc.message} ({shown})") from None
     return values
 
 
