@@ -35,6 +35,7 @@ def check(k: Knowledge) -> list[Problem]:
     problems += _operators(k)
     problems += _calculators(k)
     problems += _archs(k)
+    problems += _trees(k)
     return sorted(set(problems))
 
 
@@ -53,6 +54,12 @@ def _calculators(k: Knowledge) -> list[Problem]:
     from engine import calculators
 
     return calculators.problems(k)
+
+
+def _trees(k: Knowledge) -> list[Problem]:
+    from engine import trees
+
+    return trees.problems(k.root, k)
 
 
 def _archs(k: Knowledge) -> list[Problem]:

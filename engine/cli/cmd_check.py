@@ -9,6 +9,7 @@ from engine.cli.render import table, to_json
 def run(args) -> int:
     from engine import integrity
     from engine.knowledge import Knowledge
+    from engine.trees import tree_files
 
     knowledge = Knowledge.load(root_of(args), strict=False)
     problems = integrity.check(knowledge)
@@ -25,6 +26,7 @@ def run(args) -> int:
         "devices": len(knowledge.hardware),
         "calculators": len(knowledge.calculators),
         "architectures": len(knowledge.reference_architectures),
+        "trees": len(tree_files(knowledge.root)),
     }
     if args.format == "json":
         emit(to_json({"ok": not problems, "counts": counts, "problems": [p.__str__() for p in problems]}))

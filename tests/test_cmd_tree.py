@@ -1,0 +1,196 @@
+"""``aiinfra tree list|walk|regions|boundary|check``: formats, prompting, exit codes, bad input.
+
+Numbers are hand arithmetic from the checkpoint tree: C = 60 s durable write, 1% stall budget
+(FX57's cited default), Young's interval sqrt(2 C M) (F22), so the budget holds from
+M = C / (2 b^2) = 300000 s.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.cli.main import main
+
+FIXTURES = Path(__file__).parent / "fixtures" / "trees"
+SYNC = ["--set", "checkpoint_mode=sync", "--set", "checkpoint_durable_time=60s"]
+
+
+def run(argv, capsys):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(autouse=True)
+def _not_a_terminal(monkeypatch):
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+
+
+def test_list(capsys):
+    code, out, _ = run(["tree", "list"], capsys)
+    assert code == 0
+    for name in ("pd-disaggregation", "training-parallelism", "checkpoint-strategy", "batching-policy", "training-divergence"):
+        assert f"tree:{name}" in out
+
+
+def test_list_csv(capsys):
+    code, out, _ = run(["tree", "list", "--format", "csv"], capsys)
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and {"id": "tree:checkpoint-strategy", "leaves": "5"}.items() <= next(r for r in rows if r["id"] == "tree:checkpoint-strategy").items()
+
+
+def test_walk_text(capsys):
+    code, out, _ = run(["tree", "walk", "checkpoint-strategy", *SYNC, "--set", "mtbf=400000s"], capsys)
+    assert code == 0
+    # tau = sqrt(2 x 60 x 400000) = 6928.2 s; 0.01 x 6928.2 = 69.28 s >= 60 s
+    assert "checkpoint_stall <= stall_budget * checkpoint_interval_young -> sync-young" in out
+    assert "checkpoint_interval_young = 6928.2 s" in out
+    assert "Recommendation (sync-young):" in out
+    assert "Defaults used:" in out and "- stall_budget = 0.01" in out
+
+
+def test_walk_json_contract(capsys):
+    code, out, _ = run(["tree", "walk", "checkpoint-strategy", *SYNC, "--set", "mtbf=200000s", "--format", "json"], capsys)
+    data = json.loads(out)
+    assert code == 0
+    assert data["tree"] == "tree:checkpoint-strategy"
+    assert [s["node"] for s in data["path"]] == ["mode", "sync-budget"]
+    assert data["path"][1]["branch"] == 1 and data["leaf"]["id"] == "sync-over-budget"
+    assert data["inputs"]["mtbf"] == {"value": 200000.0, "unit": "s", "low": 200000.0, "high": 200000.0, "source": "user"}
+    assert data["defaults_used"] == ["stall_budget"]
+    assert data["leaf"]["severity"] == "bottleneck"
+
+
+def test_walk_md(capsys):
+    code, out, _ = run(["tree", "walk", "checkpoint-strategy", *SYNC, "--set", "mtbf=1d", "--format", "md"], capsys)
+    assert code == 0 and out.startswith("## tree:checkpoint-strategy") and "### Recommendation (sync-over-budget)" in out
+
+
+def test_walk_answers_file_and_set_override(tmp_path, capsys):
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("checkpoint_mode: sync\ncheckpoint_durable_time: 60s\nmtbf: 200000\n", encoding="utf-8")
+    code, out, _ = run(["tree", "walk", "checkpoint-strategy", "--answers", str(answers), "--format", "json"], capsys)
+    assert code == 0 and json.loads(out)["leaf"]["id"] == "sync-over-budget"
+    code, out, _ = run(["tree", "walk", "checkpoint-strategy", "--answers", str(answers), "--set", "mtbf=300000", "--format", "json"], capsys)
+    assert code == 0 and json.loads(out)["leaf"]["id"] == "sync-young"  # exactly on the boundary: C = b x tau
+
+
+def test_walk_prompts_on_a_terminal(monkeypatch, capsys):
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    # checkpoint_durable_time is offered before FX55 computes it: a wrong unit is asked again; "" keeps stall_budget's default
+    answers = iter(["sync", "60GB", "60s", "1d", ""])
+    monkeypatch.setattr("builtins.input", lambda prompt="": next(answers))
+    code, out, err = run(["tree", "walk", "checkpoint-strategy", "--format", "json"], capsys)
+    assert code == 0
+    assert "checkpoint_mode (one of sync|async)" in err
+    assert "checkpoint_durable_time (s): " in err and "[Enter: compute it with FX55]" in err
+    assert "has unit GB" in err  # the rejected answer, then the question again
+    assert "stall_budget (1)" not in err and "stall_budget (a number)" in err and "[default 0.01]" in err
+    data = json.loads(out)
+    assert data["inputs"]["checkpoint_durable_time"]["value"] == 60 and data["inputs"]["mtbf"]["value"] == 86400
+    assert data["leaf"]["id"] == "sync-over-budget"  # 0.01 x sqrt(2 x 60 x 86400) = 32.2 s < 60 s
+
+
+def test_walk_ctrl_c_leaves_nothing(monkeypatch, capsys):
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+
+    def interrupt(prompt=""):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("builtins.input", interrupt)
+    code, out, err = run(["tree", "walk", "checkpoint-strategy"], capsys)
+    assert code == 130 and out == "" and err.endswith("aiinfra: interrupted\n")
+
+
+def test_walk_without_terminal_uses_defaults_or_names_the_missing_input(capsys):
+    code, out, err = run(["tree", "walk", "checkpoint-strategy", "--set", "checkpoint_mode=sync"], capsys)
+    assert code == 2 and out == ""
+    assert err == ("aiinfra: error: --set ckpt_queue_time: tree:checkpoint-strategy needs a value for ckpt_queue_time "
+                   "(s, time waiting in the save queue before writing starts (T_queue)); or give checkpoint_durable_time directly\n")
+
+
+@pytest.mark.parametrize("argv, field", [
+    (["--set", "nonsense=1"], "--set nonsense"),
+    (["--set", "checkpoint_mode=maybe"], "--set checkpoint_mode"),
+    (["--set", "mtbf=3GB"], "--set mtbf"),
+    (["--format", "csv"], "--format"),
+    (["--answers", "/nonexistent.yaml"], "--answers"),
+])
+def test_walk_bad_input_is_one_line(capsys, argv, field):
+    code, out, err = run(["tree", "walk", "checkpoint-strategy", *SYNC[:2], *argv], capsys)
+    assert code == 2 and out == ""
+    assert err.startswith(f"aiinfra: error: {field}") and err.count("\n") == 1
+
+
+def test_unknown_tree_is_bad_input(capsys):
+    code, _, err = run(["tree", "walk", "no-such-tree"], capsys)
+    assert code == 2 and err.startswith("aiinfra: error: ID: 'no-such-tree' is not a decision tree (known: batching-policy,")
+
+
+def test_regions_symbolic(capsys):
+    code, out, _ = run(["tree", "regions", "checkpoint-strategy"], capsys)
+    assert code == 0
+    assert "    when checkpoint_mode = sync and checkpoint_stall <= stall_budget * checkpoint_interval_young" in out
+    code, out, _ = run(["tree", "regions", "checkpoint-strategy", "--format", "json"], capsys)
+    assert json.loads(out)["regions"]["async-no-staging"] == ["checkpoint_mode = async and checkpoint_bytes > n_nodes * host_memory_per_node"]
+
+
+def test_regions_for_a_variable(capsys):
+    code, out, _ = run(["tree", "regions", "checkpoint-strategy", "--for", "mtbf", *SYNC], capsys)
+    assert code == 0
+    assert "sync-young        mtbf in [300000, +inf) s" in out
+    assert "sync-over-budget  mtbf in (0, 300000) s" in out
+    assert "async-young       not reached for these inputs" in out
+
+
+def test_regions_set_without_for_is_bad_input(capsys):
+    code, _, err = run(["tree", "regions", "checkpoint-strategy", *SYNC], capsys)
+    assert code == 2 and err == "aiinfra: error: --set: needs --for VAR (without it the regions are symbolic)\n"
+
+
+def test_boundary_text_and_json(capsys):
+    code, out, _ = run(["tree", "boundary", "checkpoint-strategy", "--for", "mtbf", *SYNC], capsys)
+    assert code == 0
+    assert "mtbf = 300000 s (3.472 d): sync-over-budget below, sync-young above (at the point itself: sync-young)" in out.replace("\u202f", "")
+    assert "closed form: mtbf = checkpoint_stall/(2*stall_budget**2) (with checkpoint_stall = 60 s)" in out
+    code, out, _ = run(["tree", "boundary", "checkpoint-strategy", "--for", "mtbf", *SYNC, "--format", "json"], capsys)
+    [b] = json.loads(out)["boundaries"]
+    assert b["value"] == pytest.approx(300000) and b["below"] == "sync-over-budget" and b["above"] == "sync-young"
+
+
+def test_boundary_for_the_variable_and_set_it_too(capsys):
+    code, _, err = run(["tree", "boundary", "checkpoint-strategy", "--for", "mtbf", *SYNC, "--set", "mtbf=1d"], capsys)
+    assert code == 2 and err == "aiinfra: error: --set mtbf: is the --for variable; leave it free\n"
+
+
+def test_boundary_for_a_categorical_is_bad_input(capsys):
+    code, _, err = run(["tree", "boundary", "checkpoint-strategy", "--for", "checkpoint_mode"], capsys)
+    assert code == 2 and err == "aiinfra: error: --for: 'checkpoint_mode' is not a numeric symbol of tree:checkpoint-strategy\n"
+
+
+def test_check_shipped_is_clean(capsys):
+    code, out, _ = run(["tree", "check"], capsys)
+    assert code == 0 and out.startswith("ok: 5 trees,") and out.endswith("; 0 problems\n")
+
+
+def test_check_fixture_gap_exits_1(capsys):
+    code, out, _ = run(["tree", "check", "--root", str(FIXTURES / "gap")], capsys)
+    assert code == 1
+    assert out == ("decision_trees/gap.yaml:14 tree:gap nodes.size: gap: no branch holds at load=100 requests (exact witness)\n"
+                   "FAILED: 1 trees, 2 node checks proven exactly, 0 sampled; 1 problem\n")
+
+
+def test_check_json_lists_notes(capsys):
+    code, out, _ = run(["tree", "check", "--root", str(FIXTURES / "sampled"), "--format", "json"], capsys)
+    data = json.loads(out)
+    assert code == 1 and data["ok"] is False and len(data["problems"]) == 1 and len(data["notes"]) == 3
+
+
+def test_help_shows_examples(capsys):
+    code, out, _ = run(["tree", "walk", "--help"], capsys)
+    assert code == 0 and "Missing inputs are asked for when stdin is a terminal" in out
