@@ -425,8 +425,8 @@ class Prompt:
 class _TreePlan(_Plan):
     """The calculators' planner, asking for a leaf value interactively before using its default."""
 
-    def __init__(self, calc, graph, given, prompt: Prompt | None, symbols: Symbols):
-        super().__init__(calc, graph, given)
+    def __init__(self, calc, graph, given, prompt: Prompt | None, symbols: Symbols, sources: dict[str, str] | None = None):
+        super().__init__(calc, graph, given, {n: (sources or {}).get(n, "user") for n in given})
         self.prompt, self.symbols = prompt, symbols
         self.offered: set[str] = set()
 
@@ -491,14 +491,20 @@ class Runner:
         used |= {n.input for n in self.tree.nodes.values() if n.kind == "ask"}
         return used | self.graph.upstream(sorted(used)) | set(self.tree.inputs) | set(self.tree.parameters)
 
-    def walk(self, given: dict[str, object] | None = None, prompt: Prompt | None = None) -> Walk:
+    def walk(self, given: dict[str, object] | None = None, prompt: Prompt | None = None,
+             presets: dict[str, tuple[object, str]] | None = None) -> Walk:
+        """``presets`` (symbol -> (value, source), engine.presets) fill inputs the user did not give."""
         given = dict(given or {})
         for name in given:
             if name in self.tree.fixed:
                 raise InputError(f"--set {name}", f"is fixed by {self.tree.id} ({self.tree.fixed[name][1]})")
             if name not in self.allowed:
                 raise InputError(f"--set {name}", f"is not an input of {self.tree.id} (its inputs: {', '.join(self.tree.inputs)})")
-        state = _WalkState(self, given, prompt)
+        sources = {}
+        for name, (value, source) in (presets or {}).items():
+            if name in self.allowed and name not in given and name not in self.tree.fixed:
+                given[name], sources[name] = value, source
+        state = _WalkState(self, given, prompt, sources)
         for name in given:  # every given value is read first, so its error comes first
             state.read(name)
         steps = []
@@ -639,14 +645,14 @@ class Runner:
 class _WalkState:
     """Values of one walk: parameters, tree-local inputs and the formula chain, evaluated on demand."""
 
-    def __init__(self, runner: Runner, given: dict[str, object], prompt: Prompt | None):
+    def __init__(self, runner: Runner, given: dict[str, object], prompt: Prompt | None, sources: dict[str, str] | None = None):
         self.runner, self.tree, self.prompt = runner, runner.tree, prompt
         symbols = runner.symbols
         self.symbols = symbols
         formula_given = {n: v for n, v in given.items() if symbols.info(n)["kind"] == "formula"}
         formula_given.update({n: v for n, (v, _) in self.tree.fixed.items()})
         self.local_given = {n: v for n, v in given.items() if symbols.info(n)["kind"] != "formula"}
-        self.plan = _TreePlan(runner.calc, runner.graph, formula_given, prompt, symbols)
+        self.plan = _TreePlan(runner.calc, runner.graph, formula_given, prompt, symbols, sources)
         self.values: dict[str, float] = {}  # formula symbols in their declared unit (chain values)
         self.done = 0  # steps of plan.order already evaluated
         self.shown: dict[str, object] = {}  # name -> value in its declared unit (or the categorical value)

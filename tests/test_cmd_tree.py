@@ -7,6 +7,8 @@ M = C / (2 b^2) = 300000 s.
 
 from __future__ import annotations
 
+import re
+
 import csv
 import io
 import json
@@ -129,7 +131,7 @@ def test_walk_bad_input_is_one_line(capsys, argv, field):
 
 def test_unknown_tree_is_bad_input(capsys):
     code, _, err = run(["tree", "walk", "no-such-tree"], capsys)
-    assert code == 2 and err.startswith("aiinfra: error: ID: 'no-such-tree' is not a decision tree (known: batching-policy,")
+    assert code == 2 and err.startswith("aiinfra: error: ID: 'no-such-tree' is not a decision tree (known: ") and "batching-policy, " in err
 
 
 def test_regions_symbolic(capsys):
@@ -175,7 +177,7 @@ def test_boundary_for_a_categorical_is_bad_input(capsys):
 
 def test_check_shipped_is_clean(capsys):
     code, out, _ = run(["tree", "check"], capsys)
-    assert code == 0 and out.startswith("ok: 5 trees,") and out.endswith("; 0 problems\n")
+    assert code == 0 and re.match(r"ok: \d+ trees, ", out) and out.endswith("; 0 problems\n")
 
 
 def test_check_fixture_gap_exits_1(capsys):
@@ -194,3 +196,22 @@ def test_check_json_lists_notes(capsys):
 def test_help_shows_examples(capsys):
     code, out, _ = run(["tree", "walk", "--help"], capsys)
     assert code == 0 and "Missing inputs are asked for when stdin is a terminal" in out
+
+
+def test_walk_with_model_and_device_presets(capsys):
+    # Qwen3-8B (Qwen/Qwen3-8B config.json: 36 layers, 8 KV heads, head_dim 128) on H100 SXM (datasheet 3.35 TB/s):
+    # KV per token 2 x 36 x 8 x 128 x 2 B = 147,456 B; a 4096-token prompt moves 603,979,776 B,
+    # 12.1 ms over 50 GB/s. Presets fill the architecture and the device and name their source.
+    from engine.cli.main import main
+
+    code = main(["tree", "walk", "pd-disaggregation", "--model", "qwen3-8b", "--device", "h100-sxm", "--no-prompt",
+                 "--set", "latency_slo=interactive", "--set", "decode_batch=32", "--set", "prompt_tokens=4096",
+                 "--set", "avg_output_tokens=256", "--set", "kv_bytes=2", "--set", "tpot_slo=50ms", "--set", "serving_gpus=64",
+                 "--set", "kv_link_bandwidth=50GB/s", "--format", "json"])
+    out = capsys.readouterr().out
+    assert code == 0
+    import json
+
+    data = json.loads(out)
+    text = json.dumps(data)
+    assert "147456" in text and "model:qwen3-8b" in text and "hw:h100-sxm" in text

@@ -23,6 +23,12 @@ BOUNDARY_EXAMPLES = """examples:
 """
 
 
+def _preset_flags(p) -> None:
+    p.add_argument("--model", metavar="ID", help="fill architecture inputs from knowledge/models (e.g. qwen3-8b), each with its source")
+    p.add_argument("--device", metavar="ID", help="fill memory, bandwidth, peak and power inputs from knowledge/hardware (e.g. h100-sxm)")
+    p.add_argument("--precision", default="bf16", help="precision of the device's dense peak (default bf16)")
+
+
 def add_parsers(verbs, Parser, shared) -> None:
     import argparse
 
@@ -40,12 +46,14 @@ def add_parsers(verbs, Parser, shared) -> None:
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE", help="an input, parameter or intermediate symbol (repeatable; overrides --answers)")
     p.add_argument("--answers", metavar="FILE", help="a YAML mapping NAME: VALUE of inputs")
     p.add_argument("--no-prompt", action="store_true", help="never ask, even on a terminal: use defaults")
+    _preset_flags(p)
     shared(p, False)
     p.set_defaults(handler="engine.cli.cmd_tree:walk")
     p = tverbs.add_parser("regions", help="which inputs lead to which leaf", description="Per leaf, the simplified conjunction of the conditions on its paths; with --for VAR and the other inputs set, the interval of VAR that leads there.")
     p.add_argument("id", metavar="ID", help="tree id")
     p.add_argument("--for", dest="target", metavar="VAR", help="express each region as a set of this symbol")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE", help="a value for another input (repeatable)")
+    _preset_flags(p)
     shared(p, False)
     p.set_defaults(handler="engine.cli.cmd_tree:regions")
     p = tverbs.add_parser("boundary", help="the value of VAR where the advice changes", description="The values of VAR at which the recommendation changes, in closed form and as a number, for the other inputs set.",
@@ -53,6 +61,7 @@ def add_parsers(verbs, Parser, shared) -> None:
     p.add_argument("id", metavar="ID", help="tree id")
     p.add_argument("--for", dest="target", required=True, metavar="VAR", help="the symbol to move")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=VALUE", help="a value for another input (repeatable)")
+    _preset_flags(p)
     shared(p, False)
     p.set_defaults(handler="engine.cli.cmd_tree:boundary")
     p = tverbs.add_parser("check", help="prove every tree: gaps, overlaps, unreachable leaves", description="Check every tree: structure, references, units, and at every test node a gap or overlap proven (linear) or searched by seeded sampling. Exit 1 when a problem is found.")
@@ -87,7 +96,7 @@ def walk(args) -> int:
     given.update(parse_sets(args.sets))
     run = runner(root, args.id)
     prompt = _TtyPrompt() if not args.no_prompt and sys.stdin.isatty() else None
-    result = run.walk(given, prompt)
+    result = run.walk(given, prompt, _presets(args, root))
     emit(render_walk(result, args.format))
     return 0
 
@@ -116,7 +125,7 @@ def regions(args) -> int:
     from engine import trees_symbolic
 
     run = runner(root, args.id)
-    iv, _ = trees_symbolic.intervals(run, args.target, given)
+    iv, _ = trees_symbolic.intervals(run, args.target, _with_presets(run, given, args, root))
     emit(_render_intervals(run.tree, iv, args.format))
     return 0
 
@@ -127,8 +136,9 @@ def boundary(args) -> int:
     from engine.trees import runner
 
     _no_csv(args)
-    run = runner(root_of(args), args.id)
-    iv, flips = trees_symbolic.boundaries(run, args.target, parse_sets(args.sets))
+    root = root_of(args)
+    run = runner(root, args.id)
+    iv, flips = trees_symbolic.boundaries(run, args.target, _with_presets(run, parse_sets(args.sets), args, root))
     emit(_render_boundary(run.tree, iv, flips, args.format))
     return 0
 
@@ -161,6 +171,24 @@ def check(args) -> int:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _presets(args, root) -> dict | None:
+    """``--model``/``--device`` values (engine.presets), each with its source."""
+    if not (getattr(args, "model", None) or getattr(args, "device", None)):
+        return None
+    from engine import presets
+
+    return presets.cached(root, args.model, args.device, args.precision)
+
+
+def _with_presets(run, given: dict, args, root) -> dict:
+    """``given`` plus the preset values the tree can use (never one the user gave or --for moves)."""
+    out = dict(given)
+    for name, (value, _) in (_presets(args, root) or {}).items():
+        if name in run.allowed and name not in out and name not in run.tree.fixed and name != args.target:
+            out[name] = value
+    return out
 
 
 def _no_csv(args) -> None:
