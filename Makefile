@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test install install-dev bench lint clean
+.PHONY: run test install install-dev install-site site bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -13,25 +13,38 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+$(VENV)/.installed-site: pyproject.toml package-lock.json | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[site]'
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml package-lock.json | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev,site,browser]'
 	touch $@
 
 install: $(VENV)/.installed
+install-site: $(VENV)/.installed-site
 install-dev: $(VENV)/.installed-dev
 
-run: install
+# check the knowledge, a short tour, then build the docs site and serve it on 127.0.0.1:8000
+run: install-site
 	$(BIN)/aiinfra check
 	$(BIN)/python -m engine.tour
+	$(BIN)/aiinfra site serve
 
 test: install-dev
 	$(BIN)/python -m pytest || test $$? -eq 5
 
-bench: install
+site: install-site
+	$(BIN)/aiinfra site build
+
+bench: install-site
 	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/calculators.py
+	$(BIN)/python benchmarks/trees.py
+	$(BIN)/python benchmarks/site.py
 
 lint: install-dev
 	$(BIN)/ruff check engine tests benchmarks
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build node_modules *.egg-info

@@ -241,7 +241,7 @@ def run(calc: Calculator, module, given: dict[str, object], presets: dict[str, t
     # outputs no other output depends on are required; the others (and the optional ones, and
     # those upstream of a symbol given directly) only when the chain reaches them or their
     # inputs are there (flop_basis=hardware needs no train_flops)
-    feeding = graph.upstream(wanted)
+    feeding = graph.upstream(list(calc.outputs))  # an optional output never makes a required one optional
     for name in wanted:  # in declared order, so the evaluation order reads like the output list
         if name not in feeding and name not in upstream and name not in optional:
             plan.need(name, output=True)

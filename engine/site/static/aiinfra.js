@@ -213,38 +213,63 @@
     return x;
   }
 
+  function refuse(calc, selectors) {
+    (calc.refuse || []).forEach(function (rule) {
+      var keys = Object.keys(rule.when);
+      var hit = keys.every(function (k) {
+        var allowed = typeof rule.when[k] === "string" ? [rule.when[k]] : rule.when[k];
+        return Object.prototype.hasOwnProperty.call(selectors, k) && allowed.indexOf(selectors[k]) >= 0;
+      });
+      if (hit) {
+        var shown = keys.map(function (k) { return k + "=" + selectors[k]; }).join(", ");
+        throw new InputError("--set " + keys[0], shown + " is refused: " + rule.message);
+      }
+    });
+  }
+
+  function selectorDefaults(calc, g) {
+    var out = {};
+    (calc.refuse || []).forEach(function (rule) {
+      Object.keys(rule.when).forEach(function (key) {
+        var declared = calc.inputs[key], value = declared ? declared["default"] : undefined;
+        if ((value === undefined || value === null) && (g.produced(key) || Object.prototype.hasOwnProperty.call(g.symbols, key))) value = g.defaultOf(key);
+        if (typeof value === "string") out[key] = value;
+      });
+    });
+    return out;
+  }
+
   function runCalculator(calc, given) {
     var g = new Graph();
     var plan = new Plan(calc, g, given);
     Object.keys(given).forEach(function (n) { plan.leaf(n); });
+    var merged = selectorDefaults(calc, g);
+    for (var sk in plan.selectors) merged[sk] = plan.selectors[sk];
+    refuse(calc, merged);
     var givenProduced = Object.keys(given).filter(function (n) { return g.produced(n); });
     var upstream = g.upstream(givenProduced);
-    var skipped = calc.outputs.filter(function (n) { return upstream[n] && !plan.has(given, n); });
-    var wanted = calc.outputs.filter(function (n) { return skipped.indexOf(n) < 0; });
+    var optional = (calc.optional_outputs || []).filter(function (n) { return calc.outputs.indexOf(n) < 0; });
+    var wanted = calc.outputs.concat(optional), skipped = [];
     var feeding = g.upstream(wanted);
     wanted.forEach(function (name) {
-      if (!feeding[name]) { plan.need(name, true); return; }
+      if (!feeding[name] && !upstream[name] && optional.indexOf(name) < 0) { plan.need(name, true); return; }
       var saved = plan.snapshot();
       try { plan.need(name, true); } catch (exc) {
         if (!exc.missing) throw exc;
         plan.restore(saved);
         skipped.push(name);
-        plan.missing[name] = exc.field.replace(/^--set /, "");
+        if (!upstream[name]) plan.missing[name] = exc.field.replace(/^--set /, "");
       }
     });
     wanted = wanted.filter(function (n) { return skipped.indexOf(n) < 0; });
-    (calc.refuse || []).forEach(function (rule) {
-      var keys = Object.keys(rule.when);
-      var hit = keys.every(function (k) {
-        var allowed = typeof rule.when[k] === "string" ? [rule.when[k]] : rule.when[k];
-        return plan.has(plan.selectors, k) && allowed.indexOf(plan.selectors[k]) >= 0;
-      });
-      if (hit) {
-        var shown = keys.map(function (k) { return k + "=" + plan.selectors[k]; }).join(", ");
-        throw new InputError("--set " + keys[0], shown + " is refused: " + rule.message);
-      }
-    });
+    refuse(calc, plan.selectors);
     var unused = Object.keys(given).filter(function (n) { return !plan.used[n]; });
+    var context = {};
+    unused.forEach(function (n) { if (plan.has(plan.values, n)) context[n] = plan.values[n]; });
+    for (var key in plan.selectors) {
+      var text = String(plan.selectors[key]).trim();
+      if (text !== "" && isFinite(Number(text))) context[key] = Number(text);
+    }
     unused.forEach(function (n) { delete plan.inputs[n]; delete plan.values[n]; });
     var point = {};
     for (var k in plan.values) point[k] = plan.values[k];
@@ -252,14 +277,18 @@
       point[g.formulas[step[0]].output.symbol] = callVariant(step[0], step[1], point);
     });
     var outputs = {};
-    wanted.forEach(function (name) { outputs[name] = {value: point[name], unit: g.units[name]}; });
+    wanted.forEach(function (name) { outputs[name] = {value: plan.has(plan.values, name) ? plan.values[name] : point[name], unit: g.units[name]}; });
+    var scope = {};
+    for (var c in context) scope[c] = context[c];
+    for (var p in point) scope[p] = point[p];
     var warnings = [];
     (calc.failure_boundaries || []).forEach(function (fb) {
       var cond = lib().conditions[fb.key];
-      if (cond.used.some(function (n) { return !(n in point); })) return;
-      if (cond.fn.apply(null, cond.used.map(function (n) { return point[n]; }))) warnings.push(fb.message + " (" + fb.when + ")");
+      if (cond.used.some(function (n) { return !(n in scope); })) return;
+      if (cond.fn.apply(null, cond.used.map(function (n) { return scope[n]; }))) warnings.push(fb.message + " (" + fb.when + ")");
     });
     skipped.forEach(function (name) {
+      if (optional.indexOf(name) >= 0) return;
       var why = plan.has(plan.missing, name) ? "needs " + plan.missing[name] : "upstream of a symbol given directly";
       warnings.push("not computed: " + name + " (" + why + "; the outputs above do not depend on it)");
     });
@@ -406,75 +435,153 @@
     form.setAttribute("data-state", "ok");
   }
 
-  // ------------------------------------------------------------------ tree walkers
+  // ------------------------------------------------------------------ tree walks (engine/trees.py _WalkState, Runner.walk)
+  function TreeWalk(spec, given) {
+    this.spec = spec;
+    var formulaGiven = {}, localGiven = {};
+    Object.keys(given).forEach(function (n) {
+      if (spec.symbols[n] && spec.symbols[n].kind !== "formula") localGiven[n] = given[n]; else formulaGiven[n] = given[n];
+    });
+    for (var f in spec.fixed) formulaGiven[f] = spec.fixed[f];
+    this.localGiven = localGiven;
+    this.plan = new Plan(spec.calc, new Graph(), formulaGiven);
+    this.values = {}; this.done = 0; this.shown = {}; this.base = {};
+  }
+  TreeWalk.prototype.info = function (name) {
+    var info = this.spec.symbols[name];
+    if (!info) throw new InputError("--set " + name, "is not a symbol of " + this.spec.id);
+    return info;
+  };
+  TreeWalk.prototype.read = function (name) {
+    if (this.info(name).values.length) this.categorical(name); else this.number(name);
+  };
+  TreeWalk.prototype.localRaw = function (name, info) {
+    if (Object.prototype.hasOwnProperty.call(this.localGiven, name)) return this.localGiven[name];
+    if (info["default"] !== null && info["default"] !== undefined) return info["default"];
+    var unit = (info.unit !== "" && info.unit !== "1") ? info.unit + ", " : "";
+    var kind = info.values.length ? "one of " + info.values.join(", ") + "; " : "";
+    throw new Missing("--set " + name, this.spec.id + " needs a value for " + name + " (" + kind + unit + info.desc + ")");
+  };
+  TreeWalk.prototype.categorical = function (name) {
+    if (Object.prototype.hasOwnProperty.call(this.shown, name)) return this.shown[name];
+    var info = this.info(name), value;
+    if (info.kind === "formula") {
+      this.plan.need(name);
+      value = this.plan.selectors[name];
+    } else {
+      value = String(this.localRaw(name, info)).trim();
+      if (info.values.indexOf(value) < 0) throw new InputError("--set " + name, "'" + value + "' is not one of " + info.values.join(", "));
+    }
+    this.shown[name] = value;
+    return value;
+  };
+  TreeWalk.prototype.number = function (name) {
+    if (Object.prototype.hasOwnProperty.call(this.base, name)) return this.base[name];
+    var info = this.info(name), value;
+    if (info.values.length) throw new InputError("--set " + name, "is categorical and cannot be compared as a number");
+    if (info.kind === "parameter") {
+      value = Object.prototype.hasOwnProperty.call(this.localGiven, name) ? this.localGiven[name] : info["default"];
+    } else if (info.kind === "local") {
+      value = this.localRaw(name, info);
+      checkDomain(name, value, info);
+    } else {
+      value = this.formula(name);
+    }
+    this.shown[name] = value;
+    this.base[name] = value * info.scale;
+    return this.base[name];
+  };
+  TreeWalk.prototype.formula = function (name) {
+    var plan = this.plan, g = plan.graph;
+    plan.need(name, this.info(name).produced);
+    for (var leaf in plan.values) if (!(leaf in this.values)) this.values[leaf] = plan.values[leaf];
+    for (; this.done < plan.order.length; this.done++) {
+      var step = plan.order[this.done];
+      this.values[g.formulas[step[0]].output.symbol] = callVariant(step[0], step[1], this.values);
+    }
+    return this.values[name];
+  };
+  TreeWalk.prototype.run = function (given) {
+    var self = this, spec = this.spec, steps = [], current = spec.start;
+    Object.keys(given).forEach(function (n) { self.read(n); });
+    while (Object.prototype.hasOwnProperty.call(spec.nodes, current)) {
+      var node = spec.nodes[current], step;
+      if (node.kind === "ask") {
+        var value = this.categorical(node.input), target = null;
+        node.options.forEach(function (o) { if (o[0] === value && target === null) target = o[1]; });
+        if (target === null) throw new InputError(current, "the answer " + node.input + "=" + value + " has no branch");
+        step = {node: current, why: node.input + " = " + value, to: target};
+      } else {
+        var names = {};
+        node.branches.forEach(function (b) { lib().conditions[b.key].used.forEach(function (n) { names[n] = true; }); });
+        var base = {};
+        Object.keys(names).sort().forEach(function (n) { base[n] = self.number(n); });
+        step = null;
+        for (var i = 0; i < node.branches.length && !step; i++) {
+          var c = lib().conditions[node.branches[i].key];
+          if (c.fn.apply(null, c.used.map(function (n) { return base[n]; }))) step = {node: current, why: node.branches[i].label || node.branches[i].when, to: node.branches[i].to};
+        }
+        if (!step && node.otherwise) step = {node: current, why: "otherwise", to: node.otherwise};
+        if (!step) throw new InputError(current, "no branch holds (a gap)");
+      }
+      steps.push(step);
+      current = step.to;
+      if (steps.length > Object.keys(spec.nodes).length) throw new InputError(spec.id, "the walk loops");
+    }
+    var leaf = spec.leaves[current], boundary = null;
+    if (leaf.boundary) {
+      var cond = lib().conditions[leaf.boundary.key];
+      try {
+        var args = cond.used.map(function (n) { return self.number(n); });
+        boundary = {met: !!cond.fn.apply(null, args), when: leaf.boundary.when, message: leaf.boundary.message};
+      } catch (exc) {
+        if (!(exc instanceof InputError || exc instanceof Missing)) throw exc;
+        boundary = {met: null, when: leaf.boundary.when, message: leaf.boundary.message, note: "not evaluated: " + exc.message};
+      }
+    }
+    return {steps: steps, leaf: current, boundary: boundary};
+  };
+
+  function walkTree(spec, given) { return new TreeWalk(spec, given).run(given); }
+
   function buildWalker(host, spec) {
     var form = el("form", {"class": "aiinfra-walker", autocomplete: "off", "data-id": spec.id});
     form.appendChild(fieldsTable(spec.fields));
     form.appendChild(el("button", {type: "submit", "class": "md-button md-button--primary", text: "Walk"}));
     var result = el("div", {"class": "aiinfra-walker__result", "aria-live": "polite"});
     form.appendChild(result);
-    var go = function (event) { if (event) event.preventDefault(); walk(form, spec, result); };
+    var go = function (event) { if (event) event.preventDefault(); showWalk(form, spec, result); };
     form.addEventListener("submit", go);
     form.addEventListener("change", go);
     host.appendChild(form);
     go();
   }
 
-  function walk(form, spec, result) {
+  function showWalk(form, spec, result) {
     result.textContent = "";
-    var given = {};
+    form.removeAttribute("data-leaf");
     try {
+      var given = {};
       spec.fields.forEach(function (field) { var v = fieldValue(form, field); if (v !== undefined) given[field.name] = v; });
-      var values = resolveTreeValues(spec, given);
-      var node = spec.root, path = [], guard = 0;
-      while (spec.nodes[node] && guard++ < 1000) {
-        var n = spec.nodes[node], next = null, why = "";
-        if (n.kind === "ask") {
-          next = n.options[values[n.input]];
-          why = n.input + " = " + values[n.input];
-          if (next === undefined) throw new InputError("--set " + n.input, "no branch for '" + values[n.input] + "'");
-        } else {
-          for (var i = 0; i < n.branches.length; i++) {
-            var c = lib().conditions[n.branches[i].key];
-            if (c.fn.apply(null, c.used.map(function (u) { return values[u]; }))) { next = n.branches[i].to; why = n.branches[i].when; break; }
-          }
-          if (next === null) { next = n.otherwise; why = "otherwise"; }
-          if (next === null || next === undefined) throw new InputError(node, "no branch holds and there is no otherwise");
-        }
-        path.push({node: node, why: why});
-        node = next;
-      }
-      var leaf = spec.leaves[node];
-      if (!leaf) throw new InputError(node, "is neither a node nor a leaf");
+      var out = walkTree(spec, given);
       var ol = el("ol", {"class": "aiinfra-walker__path"});
-      path.forEach(function (p) { ol.appendChild(el("li", {}, [el("code", {text: p.node}), document.createTextNode(" \u2014 " + p.why)])); });
+      out.steps.forEach(function (p) { ol.appendChild(el("li", {}, [el("code", {text: p.node}), document.createTextNode(" \u2014 " + p.why + " \u2192 " + p.to)])); });
       result.appendChild(ol);
-      result.appendChild(el("p", {"class": "aiinfra-walker__leaf", "data-leaf": node}, [el("strong", {text: leaf.title || node})]));
-      if (leaf.text) result.appendChild(el("p", {text: leaf.text}));
-      form.setAttribute("data-leaf", node);
+      var leaf = spec.leaves[out.leaf];
+      result.appendChild(el("p", {"class": "aiinfra-walker__leaf", "data-leaf": out.leaf}, [el("strong", {text: out.leaf + ": " + leaf.title})]));
+      if (leaf.zh) result.appendChild(el("p", {text: leaf.zh}));
+      if (out.boundary) {
+        var b = out.boundary;
+        var text = b.met === null ? b.note : (b.met ? "\u26a0 met: " : "not met: ") + b.message + " (" + b.when + ")";
+        result.appendChild(el("p", {"class": b.met ? "aiinfra-form__warning" : "", text: "Failure boundary \u2014 " + text}));
+      }
+      form.setAttribute("data-leaf", out.leaf);
       form.setAttribute("data-state", "ok");
     } catch (exc) {
       if (!(exc instanceof InputError || exc instanceof Missing)) throw exc;
-      result.appendChild(el("p", {"class": "aiinfra-form__error", text: exc.field + ": " + exc.message}));
+      result.appendChild(el("p", {"class": "aiinfra-form__error", "data-error-field": exc.field, text: exc.field + ": " + exc.message}));
       form.setAttribute("data-state", "error");
     }
-  }
-
-  // Tree inputs, then every produced symbol a condition needs, through the same chain resolver.
-  function resolveTreeValues(spec, given) {
-    var calc = {id: spec.id, inputs: spec.inputs, outputs: spec.derived, refuse: [], failure_boundaries: [], scaled_defaults: spec.scaled_defaults};
-    var values = {};
-    spec.fields.forEach(function (f) {
-      if (given[f.name] !== undefined) values[f.name] = given[f.name];
-      else if (f.values && f.values.length) values[f.name] = f.initial;
-      else if (spec.scaled_defaults[f.name] !== undefined) values[f.name] = spec.scaled_defaults[f.name];
-    });
-    if (spec.derived.length) {
-      var out = runCalculator(calc, given);
-      for (var k in out.inputs) values[k] = out.inputs[k].value;
-      for (var o in out.outputs) values[o] = out.outputs[o].value;
-    }
-    return values;
   }
 
   // ------------------------------------------------------------------ start-up
@@ -488,7 +595,7 @@
     });
   }
 
-  window.aiinfra = {number: number, friendly: friendly, runCalculator: runCalculator, runFormula: runFormula, start: start};
+  window.aiinfra = {number: number, friendly: friendly, runCalculator: runCalculator, runFormula: runFormula, walkTree: walkTree, start: start};
   if (typeof document !== "undefined") {
     if (window.document$ && window.document$.subscribe) window.document$.subscribe(start);
     else if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);

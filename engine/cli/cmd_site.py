@@ -1,0 +1,87 @@
+"""``aiinfra site build|serve``: the docs site (generation in ``engine.site``; this module parses and prints)."""
+
+from __future__ import annotations
+
+import sys
+
+from engine.cli.common import emit
+
+_HERE = "engine.cli.cmd_site"
+
+BUILD_EXAMPLES = """examples:
+  aiinfra site build                      # build/site/ (mkdocs --strict: any warning fails)
+  aiinfra site build --out /tmp/site      # somewhere else
+  aiinfra site serve                      # build, then serve on http://127.0.0.1:8000/
+  aiinfra site serve --no-build --port 8123
+"""
+
+
+def add_parsers(verbs, Parser, shared) -> None:
+    import argparse
+
+    site = verbs.add_parser("site", help="build or serve the docs site", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=BUILD_EXAMPLES,
+                            description="The docs site: every formula, calculator, decision tree, chapter, reading path and concept as a page, generated from the same YAML the CLI reads, with offline math, diagrams and interactive forms.")
+    sverbs = site.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser)
+    sverbs.required = True
+    p = sverbs.add_parser("build", help="generate the pages and build the site (strict)", formatter_class=argparse.RawDescriptionHelpFormatter,
+                          epilog=BUILD_EXAMPLES,
+                          description="Generate every page from the knowledge root and build the site with mkdocs --strict (a warning fails the build). KaTeX and Mermaid are installed from npm (package-lock.json) the first time.")
+    p.add_argument("--out", metavar="DIR", help="output folder (default build/site)")
+    shared(p, False)
+    p.set_defaults(handler=f"{_HERE}:build")
+    p = sverbs.add_parser("serve", help="build, then serve the site on 127.0.0.1", formatter_class=argparse.RawDescriptionHelpFormatter,
+                          epilog=BUILD_EXAMPLES,
+                          description="Build the site (unless --no-build) and serve the built files on 127.0.0.1 until Ctrl-C. Nothing outside this machine is contacted.")
+    p.add_argument("--out", metavar="DIR", help="the built site's folder (default build/site)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
+    p.add_argument("--no-build", action="store_true", help="serve what is already built")
+    shared(p, False)
+    p.set_defaults(handler=f"{_HERE}:serve")
+
+
+def _build(args) -> dict:
+    from engine.site.build import build as run
+
+    return run(getattr(args, "out", None), getattr(args, "root", None))
+
+
+def build(args) -> int:
+    result = _build(args)
+    if getattr(args, "format", "text") == "json":
+        from engine.cli.render import to_json
+
+        emit(to_json({k: result[k] for k in ("out", "pages", "seconds", "warnings")}))
+    else:
+        emit(f"built {result['pages']} pages into {result['out']} in {result['seconds']:.1f} s (strict: 0 warnings)")
+    return 0
+
+
+def serve(args) -> int:
+    from pathlib import Path
+
+    from engine.errors import InputError
+    from engine.site.assets import repo_root
+    from engine.site.build import DEFAULT_OUT
+    from engine.site.build import serve as run
+
+    if args.no_build:
+        folder = Path(args.out or repo_root() / DEFAULT_OUT)
+        if not (folder / "index.html").exists():
+            raise InputError("--no-build", f"no built site in {folder} (run aiinfra site build first)")
+    else:
+        result = _build(args)
+        emit(f"built {result['pages']} pages into {result['out']} in {result['seconds']:.1f} s")
+        folder = Path(result["out"])
+
+    def ready(url: str) -> None:
+        emit(f"serving {folder} at {url} (Ctrl-C to stop)")
+        sys.stdout.flush()
+
+    try:
+        run(str(folder), args.host, args.port, ready)
+    except OSError as exc:
+        raise InputError("--port", f"cannot listen on {args.host}:{args.port} ({exc.strerror or exc})") from None
+    except KeyboardInterrupt:
+        emit("stopped")
+    return 0

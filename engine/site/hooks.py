@@ -1,0 +1,83 @@
+"""mkdocs hooks (``hooks:`` in mkdocs.yml): generated pages and assets join the hand-written ones.
+
+- ``on_config``: generate every page from the knowledge root (``engine.site.generate``) and
+  append the generated sections to the navigation;
+- ``on_files``: add the generated pages, the generated formula script, and the static files
+  (KaTeX and Mermaid from node_modules, installed from the lockfile when missing);
+- ``on_page_context``: point "edit this page" at the YAML that defines the page.
+
+Nothing generated is written into the repository: mkdocs reads the pages from memory and
+writes only the built site. The knowledge root is ``$AIINFRA_ROOT`` or the shipped one.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+
+_STATE: dict = {}
+
+
+def on_config(config, **kwargs):
+    from engine.paths import shipped_root
+    from engine.site import assets
+    from engine.site.generate import generate
+
+    root = os.environ.get("AIINFRA_ROOT") or shipped_root()
+    docs = config["docs_dir"]
+    hand = {}
+    for name in sorted(os.listdir(docs)):
+        if name.endswith(".md"):
+            with open(os.path.join(docs, name), encoding="utf-8") as fh:
+                hand[name] = fh.read()
+    from mkdocs.exceptions import PluginError
+
+    from engine.errors import AiinfraError, KnowledgeError
+
+    try:
+        site = generate(root, hand)
+        assets.ensure_node_modules()
+    except KnowledgeError as exc:
+        raise PluginError(f"the knowledge root {root} has problems; the site is not built from it:\n{exc.report()}") from None
+    except AiinfraError as exc:
+        raise PluginError(f"aiinfra: {exc}") from None
+    _STATE.clear()
+    _STATE.update(site=site, edit={p.path: (p.source, p.line) for p in site.pages if p.source}, hand=hand)
+    for name in hand:
+        _STATE["edit"].setdefault(name, (f"site/{name}", 1))
+    config["nav"] = list(config["nav"] or []) + site.nav
+    return config
+
+
+def on_files(files, config, **kwargs):
+    from mkdocs.structure.files import File
+
+    from engine.site import assets
+
+    site = _STATE["site"]
+    for page in site.pages:
+        files.append(File.generated(config, page.path, content=page.text))
+    for path, text in site.generated.items():
+        files.append(File.generated(config, path, content=text))
+    for path, disk in assets.files().items():
+        files.append(File.generated(config, path, abs_src_path=str(disk)))
+    return files
+
+
+def on_page_context(context, page, config, **kwargs):
+    target = _STATE.get("edit", {}).get(page.file.src_uri)
+    if target:
+        page.edit_url = edit_url(page.url, *target)
+    return context
+
+
+def edit_url(page_url: str, file: str, line: int) -> str:
+    """Where "edit this page" goes: ``$AIINFRA_EDIT_BASE`` + file, or this site's source view."""
+    base = os.environ.get("AIINFRA_EDIT_BASE")
+    if base:
+        return base.rstrip("/") + "/" + file
+    if not file.endswith((".yaml", ".md")):
+        return ""  # a page drawn from a whole folder (the hardware table) has no one file to edit
+    depth = len([p for p in page_url.split("/") if p]) if page_url.endswith("/") else max(len(page_url.split("/")) - 1, 0)
+    anchor = f"#L{line}" if line else ""
+    return "../" * depth + posixpath.join("source", file) + "/" + anchor
