@@ -723,6 +723,8 @@ def problems(k) -> list[Problem]:
                 used, _ = condition_function(fb["when"], graph.units)
             except ExprError as exc:
                 out.append(Problem(place, cid, f"failure_boundaries[{j}].when", exc.reason))
+        for j, ex in enumerate(rec.get("examples", ())):
+            out += _example_problems(place, cid, j, calc, module, ex)
         for j, rule in enumerate(calc.refuse):
             for key, values in rule["when"].items():
                 sym = graph.spec(key) if graph.known(key) else None
@@ -734,3 +736,23 @@ def problems(k) -> list[Problem]:
                         out.append(Problem(place, cid, f"refuse[{j}].when.{key}", f"{v!r} is not one of {', '.join(sym['values'])}"))
     return out
 
+
+def _example_problems(place: str, cid: str, j: int, calc: Calculator, module, ex: dict) -> list[Problem]:
+    """A worked example of a calculator: it runs, and every expected output matches within rel_tol."""
+    import math
+
+    from engine.errors import AiinfraError
+
+    try:
+        result = run(calc, module, dict(ex["set"]))
+    except AiinfraError as exc:
+        return [Problem(place, cid, f"examples[{j}]", f"does not run: {exc}")]
+    out = []
+    tol = ex.get("rel_tol", 1e-6)
+    for name, want in ex["expect"].items():
+        got = result.outputs.get(name)
+        if got is None:
+            out.append(Problem(place, cid, f"examples[{j}].expect.{name}", "is not an output of this run"))
+        elif not math.isclose(got.value, want, rel_tol=tol, abs_tol=0 if want else 1e-12):
+            out.append(Problem(place, cid, f"examples[{j}].expect.{name}", f"expected {want:.10g}, the chain gives {got.value:.10g} (rel_tol {tol:g})"))
+    return out

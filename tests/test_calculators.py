@@ -290,3 +290,18 @@ def test_reach_stops_at_declared_inputs(module, records):
     assert "weight_bytes" in symbols and "params" in symbols
     # block_tokens has a default, so nothing behind a defaulted input is reached
     assert "gpu_memory_utilization" in symbols
+
+
+def test_check_runs_calculator_worked_examples(tmp_path, monkeypatch):
+    # the shipped kv-concurrency example with a wrong expectation (93 instead of the hand-computed 92)
+    from engine import integrity
+
+    monkeypatch.setattr(integrity, "_examples", lambda k: [])
+    (tmp_path / "formulas").symlink_to(shipped_root() + "/formulas")
+    (tmp_path / "knowledge" / "calculators").mkdir(parents=True)
+    text = (Path(shipped_root()) / "knowledge" / "calculators" / "kv-concurrency.yaml").read_text(encoding="utf-8")
+    assert "max_concurrent_requests: 92}" in text
+    text = text.replace("max_concurrent_requests: 92}", "max_concurrent_requests: 93}")
+    (tmp_path / "knowledge" / "calculators" / "kv-concurrency.yaml").write_text(text, encoding="utf-8")
+    messages = [str(p) for p in check(Knowledge.load(tmp_path, strict=False))]
+    assert any("calc:kv-concurrency examples[0].expect.max_concurrent_requests: expected 93, the chain gives 92" in m for m in messages)
