@@ -278,7 +278,8 @@ class Symbols:
 
     def produced(self, name: str) -> bool:
         """Computed through the chain unless given: a formula output the tree does not declare as a plain input."""
-        if name in self._info or name not in self.graph.producer:
+        cached = self._info.get(name)
+        if (cached is not None and cached["kind"] != "formula") or name not in self.graph.producer:
             return False
         inp = self.tree.inputs.get(name)
         return inp is None or bool(inp.produced_by)
