@@ -743,6 +743,8 @@ def _example_problems(place: str, cid: str, j: int, calc: Calculator, module, ex
 
     from engine.errors import AiinfraError
 
+    if any(n not in Graph(module).producer for n in calc.outputs):
+        return []  # reported above: an output no formula produces
     try:
         result = run(calc, module, dict(ex["set"]))
     except AiinfraError as exc:

@@ -71,7 +71,11 @@ def device_values(device, precision: str = "bf16") -> dict[str, tuple[object, st
     ident = device.id
     out: dict[str, tuple[object, str]] = {}
     mem_src = device.record["memory"].get("source", "datasheet")
-    out["gpu_memory_total"] = (device.memory_bytes, f"preset {ident}: memory capacity {device.memory_text} (datasheet value; the total torch.cuda reports differs a little) — {mem_src}")
+    driver = device.record["memory"].get("driver_total")
+    if driver:  # what serving engines budget from; the datasheet's nominal capacity is a different number
+        from engine.hardware import quantity
+
+        out["gpu_memory_total"] = (quantity(driver["value"], "B"), f"preset {ident}: driver-reported total {driver['value']} — {driver['source']}")
     out["hbm_capacity"] = (device.memory_bytes, f"preset {ident}: memory capacity {device.memory_text} — {mem_src}")
     out["hbm_bandwidth"] = (device.bandwidth, f"preset {ident}: memory bandwidth {device.bandwidth_text} — {mem_src}")
     peak = device.headline(precision)

@@ -520,8 +520,9 @@ class Runner:
             if len(steps) > len(self.tree.nodes):
                 raise EvaluationError(self.tree.id, "the walk loops (run aiinfra tree check)")
         leaf = self.tree.leaves[current]
+        boundary = self._boundary(state, leaf)  # first: it may read inputs the path did not (they belong in the report)
         walk = Walk(self.tree, steps, leaf, state.inputs())
-        walk.boundary = self._boundary(state, leaf)
+        walk.boundary = boundary
         ranged = {n: q for n, q in state.ranges.items()}
         if ranged:
             walk.warnings += self._range_warnings(given, ranged, leaf)

@@ -5,6 +5,7 @@ Expected numbers are hand arithmetic from published facts written beside them:
 - Qwen3-8B, Qwen/Qwen3-8B config.json (rev b968826): num_hidden_layers 36, num_key_value_heads 8,
   head_dim 128; 8,190,735,360 parameters (Hugging Face safetensors metadata).
 - NVIDIA H100 SXM datasheet: 80 GB HBM3, 3.35 TB/s, 700 W; Hopper whitepaper: 989.4 TFLOPS dense BF16.
+- H100 80GB driver-reported total 79.18 GiB (vLLM logs, llm-d/llm-d-benchmark empirical-vllm-memory-results.md@25933486).
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from engine import api
 from engine.cli.main import main
 from engine.errors import InputError
 
-# KV budget per GPU with the presets, by hand (vLLM rule, FX72):
-#   80e9 B x 0.9 - 2 B x 8,190,735,360 - 2 GiB = 72e9 - 16,381,470,720 - 2,147,483,648 = 53,471,045,632 B
-BUDGET = 80e9 * 0.9 - 2 * 8_190_735_360 - 2 * 2**30
+# KV budget per GPU with the presets, by hand (vLLM rule, FX72, from the driver-reported total):
+#   79.18 GiB x 0.9 - 2 B x 8,190,735,360 - 2 GiB = 76,516,986,691.6 - 16,381,470,720 - 2,147,483,648 = 57,988,032,323.6 B
+BUDGET = 79.18 * 2**30 * 0.9 - 2 * 8_190_735_360 - 2 * 2**30
 KV_PER_TOKEN = 2 * 36 * 8 * 128 * 2  # F8: K and V x layers x kv_heads x head_dim x 2 B = 147,456 B
 BASE = ["calc", "kv-concurrency", "--model", "qwen3-8b", "--device", "h100-sxm", "--set", "kv_bytes=2", "--set", "tp_size=1",
         "--set", "gpu_memory_utilization=0.9", "--set", "engine_overhead_bytes=2GiB"]
@@ -43,13 +44,14 @@ def test_presets_fill_inputs_and_name_their_source(capsys):
     assert ins["layers"]["value"] == 36 and "model:qwen3-8b" in ins["layers"]["source"] and "num_hidden_layers" in ins["layers"]["source"]
     assert ins["kv_heads"]["value"] == 8 and ins["head_dim"]["value"] == 128
     assert ins["params"]["value"] == 8_190_735_360
-    assert ins["gpu_memory_total"]["value"] == 80e9 and "hw:h100-sxm" in ins["gpu_memory_total"]["source"]
+    assert ins["gpu_memory_total"]["value"] == pytest.approx(79.18 * 2**30) and "hw:h100-sxm" in ins["gpu_memory_total"]["source"]
+    assert "driver-reported" in ins["gpu_memory_total"]["source"]
     assert ins["kv_bytes"]["source"] == "user"
     outs = data["outputs"]
     assert outs["kv_bytes_per_token"]["value"] == KV_PER_TOKEN
     assert outs["kv_budget_per_gpu"]["value"] == pytest.approx(BUDGET, rel=1e-12)
-    # 53,471,045,632 / 147,456 = 362,623.7 tokens; 8192 tokens per request (512 blocks of 16) -> 44.26 -> 44
-    assert outs["max_concurrent_requests"]["value"] == 44
+    # 57,988,032,323.6 / 147,456 = 393,256.6 tokens; 8192 tokens per request (512 blocks of 16) -> 48.005 -> 48
+    assert outs["max_concurrent_requests"]["value"] == 48
 
 
 def test_user_value_wins_over_preset(capsys):
@@ -75,8 +77,8 @@ def test_ranking_shares_one_input_at_a_time(capsys):
     # kv_bytes_per_token depends on kv_bytes only
     assert ranking["kv_bytes_per_token"] == [{"input": "kv_bytes", "share": 1.0}]
     # max requests at the mid point (kv_bytes 1.5, context 6144): kv_bytes alone swings
-    # floor(B / (73728 x 6144)) - floor(B / (147456 x 6144)) = 118 - 59 = 59; context alone at
-    # kv_bytes 1.5 (110592 B/token): floor(B / (110592 x 4096)) - floor(B / (110592 x 8192)) = 118 - 59 = 59
+    # floor(B / (73728 x 6144)) - floor(B / (147456 x 6144)) = 128 - 64 = 64; context alone at
+    # kv_bytes 1.5 (110592 B/token): floor(B / (110592 x 4096)) - floor(B / (110592 x 8192)) = 128 - 64 = 64
     shares = {r["input"]: r["share"] for r in ranking["max_concurrent_requests"]}
     assert shares == {"kv_bytes": pytest.approx(0.5), "context_tokens": pytest.approx(0.5)}
 
@@ -92,8 +94,8 @@ def test_sweep_csv_matches_point_runs(capsys):
     assert code == 0, err
     rows = list(csv.DictReader(io.StringIO(out)))
     assert [float(r["context_tokens [tokens/requests]"]) for r in rows] == pytest.approx([1024, 2048, 4096, 8192])
-    # floor(362,623.7 / context): 354, 177, 88, 44
-    assert [float(r["max_concurrent_requests [requests]"]) for r in rows] == [354, 177, 88, 44]
+    # floor(393,256.6 / context): 384, 192, 96, 48
+    assert [float(r["max_concurrent_requests [requests]"]) for r in rows] == [384, 192, 96, 48]
 
 
 def test_sweep_plot_is_written_atomically_with_normal_permissions(tmp_path, capsys):
@@ -138,13 +140,13 @@ def test_python_handle_matches_cli(capsys):
     assert calc.id == "calc:kv-concurrency" and "context_tokens" in calc.inputs
     result = calc.run(model="qwen3-8b", device="h100-sxm", kv_bytes=2, tp_size=1, context_tokens=8192,
                       gpu_memory_utilization=0.9, engine_overhead_bytes="2GiB")
-    assert result.outputs["max_concurrent_requests"].value == 44
+    assert result.outputs["max_concurrent_requests"].value == 48
     code, out, _ = run([*BASE, "--set", "context_tokens=8192", "--format", "json"], capsys)
     assert json.loads(out)["outputs"] == json.loads(json.dumps(result.to_json()))["outputs"]
     assert result._repr_markdown_().startswith("## calc:kv-concurrency")
     xs, ys = calc.sweep("context_tokens", 1024, 8192, points=4, log=True, model="qwen3-8b", device="h100-sxm", kv_bytes=2,
                         tp_size=1, gpu_memory_utilization=0.9, engine_overhead_bytes="2GiB")
-    assert list(ys["max_concurrent_requests"]) == [354, 177, 88, 44]
+    assert list(ys["max_concurrent_requests"]) == [384, 192, 96, 48]
 
 
 def test_python_handle_unknown_name():
