@@ -317,6 +317,12 @@ def run(calc: Calculator, module, given: dict[str, object], presets: dict[str, t
         outputs = {n: v._replace(unit=relabel(v.unit)) for n, v in outputs.items()}
         steps = [{**st, "unit": relabel(st["unit"])} for st in steps]
         assumptions.insert(0, "Money is in CNY, the currency of the price inputs; nothing is converted (the formula records write money as USD).")
+    if any(str(src).startswith("preset hw:") for src in sources.values()):
+        for sym, what in (("mfu", "MFU"), ("mbu", "memory-bandwidth utilisation")):
+            v = plan.inputs.get(sym)
+            if v is not None and v.source.startswith("default"):
+                warnings.append(f"no measured {what} band is recorded for this device and precision, so {sym} = {v.value:g} is "
+                                f"the default ({'the pure roofline bound' if v.value == 1 else 'a planning value'}), not a measurement")
     money_defaults = [n for n, v in plan.inputs.items() if "USD" in v.unit or "CNY" in v.unit if v.source.startswith("default")]
     if money_defaults and currency:
         warnings.append(f"money inputs left at their defaults ({', '.join(money_defaults)}) are read in {currency}; check their sources say the same currency")

@@ -185,3 +185,17 @@ def test_optional_outputs_appear_only_with_their_inputs():
     assert "cost_per_mtok" not in plain.outputs and not any("cost_per_mtok" in w for w in plain.warnings)
     more = api.calculator("power-tco").run(**TCO, gpu_token_rate=1000)
     assert more.outputs["cost_per_mtok"].value == pytest.approx(6.9139 / 3.6, rel=1e-4)
+
+
+def test_pure_bound_is_said_when_no_measured_band_exists():
+    # knowledge/hardware/a100-sxm-80gb.yaml records a measured MFU only for FP16 and no bandwidth band, so at BF16 the
+    # result must say that mfu and mbu are the pure roofline bound (1), not invent a factor; H100 SXM records
+    # Llama 3's 38-43% BF16 MFU (Dubey et al. 2024, table 4)
+    common = dict(model="qwen3-8b", gpu_memory_total="79GiB", kv_bytes=2, engine_overhead_bytes="4GiB", batch_size=32,
+                  prompt_tokens=2048, avg_output_tokens=256)
+    r = api.calculator("inference-capacity").run(device="a100-sxm-80gb", **common)
+    assert r.inputs["mfu"].value == 1
+    assert any("no measured MFU band" in w and "pure roofline bound" in w for w in r.warnings)
+    h = api.calculator("inference-capacity").run(device="h100-sxm", **common)
+    assert (h.inputs["mfu"].low, h.inputs["mfu"].high) == (0.38, 0.43)
+    assert not any("no measured MFU band" in w for w in h.warnings)
