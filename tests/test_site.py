@@ -415,3 +415,19 @@ def test_cli_serve_without_a_build_is_bad_input(tmp_path, capsys):
     code = main(["site", "serve", "--no-build", "--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 2 and "--no-build" in err and err.count("\n") == 1
+
+
+def test_tree_page_lists_flip_boundaries_in_closed_form():
+    # pd-disaggregation's transfer node: prompt_tokens * kv_bytes_per_token / kv_link_bandwidth <= prefill_time
+    # flips where prompt_tokens = kv_link_bandwidth * prefill_time / kv_bytes_per_token (solved by hand);
+    # its scale node flips at the book's 32-card entry rule (parameter pd_min_gpus = 32)
+    from engine.paths import shipped_root
+    from engine.site import trees as site_trees
+    from engine.site.context import SiteData
+
+    data = SiteData.load(shipped_root())
+    t = data.trees["tree:pd-disaggregation"]
+    text = "\n".join(site_trees.flips(t, site_trees._runner(data, t)))
+    assert "## Where the advice flips" in text
+    assert "`prompt_tokens = kv_link_bandwidth*prefill_time/kv_bytes_per_token`" in text
+    assert "`serving_gpus = 32`" in text

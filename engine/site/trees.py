@@ -155,6 +155,7 @@ def tree(data: SiteData, tid: str, regions: dict, failure: str = "") -> Page:
             lines.append(f"| `{p.name}` | {_shown(p.value)} | `{p.unit}` | {md_escape(p.description)} | {md_escape(p.source)} |")
     if t.fixed:
         lines += ["", "## Fixed by the tree", ""] + [f"- `{n}` = {v}: {md_escape(why)}" for n, (v, why) in t.fixed.items()]
+    lines += flips(t, runner)
     lines += ["", "## Leaves", ""]
     if failure:
         lines += [f"!!! note \"Regions not simplified\"\n    The symbolic analysis failed ({md_escape(failure)}); each region below is the "
@@ -182,6 +183,55 @@ def tree(data: SiteData, tid: str, regions: dict, failure: str = "") -> Page:
     line = split_place(t.where("id"))[1]
     lines += [f"*Defined in `{file}` line {line}.*", ""]
     return Page(here, "\n".join(lines), t.title, file, line)
+
+
+def flips(t, runner) -> list[str]:
+    """Where the advice flips: each test branch's comparison as an equation, solved in closed form for
+    every tree input it names (sympy, through the whitelisted parser), with parameters substituted."""
+    import sympy as sp
+
+    from engine import symbolic
+    from engine.errors import ExprError
+    from engine.expr import parse
+
+    rows: list[str] = []
+    seen: set = set()
+    params = {p.name: p.value for p in t.parameters.values() if isinstance(p.value, int | float)}
+    for node in t.nodes.values():
+        for b in node.branches:
+            try:
+                tree = parse(f"Piecewise((1, {b.when}), (0, True))", frozenset(runner.symbols.names() | set(t.parameters)))
+            except ExprError:
+                continue
+            used = sorted(tree.symbols())
+            table = {n: sp.Symbol(n, positive=True) for n in used}
+            cond = symbolic.to_sympy(tree, table).args[0][1]
+            if not isinstance(cond, sp.core.relational.Relational):
+                continue  # and/or of several comparisons: the regions below say it
+            eq = (cond.lhs - cond.rhs).subs({table[k]: sp.nsimplify(v, rational=True) for k, v in params.items() if k in table})
+            for var in used:
+                if var in params or var not in t.inputs or runner.symbols.info(var)["values"]:
+                    continue
+                x = table[var]
+                num = sp.together(eq).as_numer_denom()[0]
+                if num.has(sp.Piecewise, sp.Min, sp.Max, sp.floor, sp.ceiling) or sp.degree(num, x) != 1:
+                    continue  # closed forms for the linear case only; the CLI's boundary handles the rest numerically
+                a, c = num.diff(x), num.subs(x, 0)
+                if a.has(x):
+                    continue
+                text = sp.sstr(sp.cancel(-c / a))
+                for sol in [text]:
+                    row = f"| `{node.id}` | `{b.when}` | `{var}` | `{var} = {sol}` |"
+                    key = (node.id, var, sol)
+                    if key not in seen:
+                        seen.add(key)
+                        rows.append(row)
+    if not rows:
+        return []
+    return ["", "## Where the advice flips", "",
+            "Each branch condition as an equation, solved in closed form for a tree input it names (parameters substituted). "
+            "For a number with your other inputs: `aiinfra tree boundary " + t.name + " --for NAME --set ...`.", "",
+            "| node | condition | input | flips at |", "|---|---|---|---|", *rows, ""]
 
 
 def _shown(value) -> str:
