@@ -117,7 +117,10 @@ def test_three_calculator_forms_equal_the_cli(page, site_url, data, filled, arti
     for cid in sorted(data.calculators):
         fields = form_spec(data, cid, {})["fields"]
         names = {f["name"] for f in fields}
-        given = {n: _declared(n, v, graph.spec(n)) for n, v in filled.items() if n in names}
+        # the page's form starts from the calculator's first worked example; fields not filled keep its values
+        examples = data.k.calculators[cid].get("examples", ())
+        start = {n: _declared(n, v, graph.spec(n)) for n, v in (examples[0]["set"] if examples else {}).items() if n in names}
+        given = {**start, **{n: _declared(n, v, graph.spec(n)) for n, v in filled.items() if n in names}}
         code, cli = _cli("calc", cid.split(":", 1)[1], *[f"--set={n}={v}" for n, v in given.items()])
         if code != 0:
             continue
