@@ -41,26 +41,15 @@ def load_records(root) -> dict[str, dict]:
 
 
 def _read(root) -> tuple[dict[str, dict], list[Problem]]:
-    from engine.schema import validate
-    from engine.yamlio import load_yaml, plain
+    from engine.schema import read_records
+    from engine.yamlio import plain
 
     base = Path(root).joinpath(*FOLDER)
+    files = [(p, "/".join(FOLDER + (p.name,))) for p in sorted(base.glob("*.yaml"))] if base.is_dir() else []
+    good, problems = read_records(files, "reference_architecture", "reference architecture")
     out: dict[str, dict] = {}
-    problems: list[Problem] = []
-    for path in sorted(base.glob("*.yaml")) if base.is_dir() else []:
-        display = "/".join(FOLDER + (path.name,))
-        data, found = load_yaml(path, display)
-        problems += found
-        if found or data is None:
-            continue
-        if not isinstance(data, dict):
-            problems.append(Problem(display, "", "", "expected one reference architecture record (a mapping)"))
-            continue
-        rid = str(data.get("id", path.stem))
-        found = validate("reference_architecture", data, display, rid)
-        problems += found
-        if found:
-            continue
+    for display, data in good:
+        rid = str(data["id"])
         if rid in out:
             problems.append(Problem(f"{display}:{data.line}", rid, "id", f"is defined twice (first in {out[rid]['_place']})"))
             continue

@@ -59,29 +59,15 @@ class Calculator:
 
 def load_records(root) -> dict[str, dict]:
     """The calculator records of ``root`` (only this folder: the CLI does not load the whole root)."""
+    from engine.schema import read_records
     from engine.yamlio import plain
-    from engine.schema import validate
-    from engine.yamlio import load_yaml
 
     base = Path(root).joinpath(*FOLDER)
-    out: dict[str, dict] = {}
-    problems: list[Problem] = []
-    for path in sorted(base.glob("*.yaml")) if base.is_dir() else []:
-        display = "/".join(FOLDER + (path.name,))
-        data, found = load_yaml(path, display)
-        problems += found
-        if found or data is None:
-            continue
-        if not isinstance(data, dict):
-            problems.append(Problem(display, "", "", "expected one calculator record (a mapping)"))
-            continue
-        found = validate("calculator", data, display, str(data.get("id", path.stem)))
-        problems += found
-        if not found:
-            out[data["id"]] = plain(data)
+    files = [(p, "/".join(FOLDER + (p.name,))) for p in sorted(base.glob("*.yaml"))] if base.is_dir() else []
+    good, problems = read_records(files, "calculator", "calculator")
     if problems:
         raise KnowledgeError(problems)
-    return out
+    return {data["id"]: plain(data) for _, data in good}
 
 
 def cached_records(root) -> dict[str, dict]:

@@ -316,3 +316,15 @@ class _Loader:
                 out.append(ident)
         return tuple(out)
 
+
+def load_single_folder(root, folder: str) -> Knowledge:
+    """A Knowledge holding only one single-record folder (``models``, ``hardware``, ...), read and
+    schema-checked as ``Knowledge.load`` reads it; KnowledgeError when a file does not load.
+    Commands that need one folder do not pay for the formulas and the books."""
+    loader = _Loader(Path(root))
+    for name, path in single_record_files(Path(root)):
+        if name == folder:
+            loader.load_single_record(name, path)
+    if loader.problems:
+        raise KnowledgeError(loader.problems)
+    return loader.k

@@ -553,18 +553,9 @@ def load_models(root) -> dict:
     Reads only knowledge/models/, through the same single-record loader, so ``model list``
     and ``model show`` do not pay for loading the formulas and the books.
     """
-    from pathlib import Path
+    from engine.knowledge import load_single_folder
 
-    from engine.errors import KnowledgeError
-    from engine.knowledge import _Loader, single_record_files
-
-    loader = _Loader(Path(root))
-    for folder, path in single_record_files(Path(root)):
-        if folder == "models":
-            loader.load_single_record(folder, path)
-    if loader.problems:
-        raise KnowledgeError(loader.problems)
-    return loader.k.models
+    return load_single_folder(root, "models").models
 
 
 def find(models: dict, text: str) -> dict:

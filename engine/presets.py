@@ -130,15 +130,6 @@ def load(root, model: str | None, device: str | None, precision: str = "bf16") -
 
 def _hardware_only(root):
     """A Knowledge holding only knowledge/hardware/ (read as Knowledge.load reads it, schema-checked)."""
-    from pathlib import Path
+    from engine.knowledge import load_single_folder
 
-    from engine.errors import KnowledgeError
-    from engine.knowledge import _Loader, single_record_files
-
-    loader = _Loader(Path(root))
-    for folder, path in single_record_files(Path(root)):
-        if folder == "hardware":
-            loader.load_single_record(folder, path)
-    if loader.problems:
-        raise KnowledgeError(loader.problems)
-    return loader.k
+    return load_single_folder(root, "hardware")

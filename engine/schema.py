@@ -89,3 +89,26 @@ def _short(value: object) -> str:
     text = repr(plain(value))
     return text if len(text) <= 60 else text[:57] + "..."
 
+
+
+def read_records(files, kind: str, what: str) -> tuple[list[tuple[str, object]], list[Problem]]:
+    """One record per YAML file: each ``(path, display)`` read with the duplicate-key loader and
+    checked against schema ``kind``. Returns the valid ``(display, marked mapping)`` pairs in file
+    order and every problem (``what`` names the record in "expected one ... record")."""
+    from engine.yamlio import load_yaml
+
+    good: list[tuple[str, object]] = []
+    problems: list[Problem] = []
+    for path, display in files:
+        data, found = load_yaml(path, display)
+        problems += found
+        if found or data is None:
+            continue
+        if not isinstance(data, dict):
+            problems.append(Problem(display, "", "", f"expected one {what} record (a mapping)"))
+            continue
+        found = validate(kind, data, display, str(data.get("id", getattr(path, "stem", ""))))
+        problems += found
+        if not found:
+            good.append((display, data))
+    return good, problems

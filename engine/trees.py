@@ -162,25 +162,11 @@ def tree_files(root) -> list[Path]:
 
 def load(root) -> tuple[dict[str, Tree], list[Problem]]:
     """Every tree of ``root`` that passes its schema, and the problems of those that do not."""
-    from engine.schema import validate
-    from engine.yamlio import load_yaml
+    from engine.schema import read_records
 
+    good, problems = read_records([(p, f"{FOLDER}/{p.name}") for p in tree_files(root)], "tree", "decision-tree")
     trees: dict[str, Tree] = {}
-    problems: list[Problem] = []
-    for path in tree_files(root):
-        display = f"{FOLDER}/{path.name}"
-        data, found = load_yaml(path, display)
-        problems += found
-        if found or data is None:
-            continue
-        if not isinstance(data, dict):
-            problems.append(Problem(display, "", "", "expected one decision-tree record (a mapping)"))
-            continue
-        rid = str(data.get("id", path.stem))
-        found = validate("tree", data, display, rid)
-        problems += found
-        if found:
-            continue
+    for display, data in good:
         tree = Tree.from_record(data, display)
         if tree.id in trees:
             problems.append(Problem(display, tree.id, "id", f"is defined twice (first in {trees[tree.id].display})"))
