@@ -98,7 +98,7 @@ class CalculatorHandle:
         from engine.calculators import run
 
         found = presets.load(self.root, model, device, precision) if (model or device) else None
-        return run(self.calc, compiled.load(self.root), {k: v for k, v in inputs.items()}, found)
+        return run(self.calc, compiled.load(self.root), inputs, found)
 
     def sweep(self, name: str, low: float, high: float, points: int = 32, log: bool = False, model=None, device=None, precision="bf16", **inputs):
         from engine.calculators import sweep

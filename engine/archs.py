@@ -194,8 +194,9 @@ class _Context:
 
 def _device_facts(root, ident: str, precision: str) -> dict:
     from engine import hardware, presets
+    from engine.knowledge import load_single_folder
 
-    dev = hardware.find(presets._hardware_only(root), ident, "hardware.device")
+    dev = hardware.find(load_single_folder(root, "hardware"), ident, "hardware.device")
     tdp = dev.record.get("tdp") or {}
     return {"id": dev.id, "name": dev.name, "tdp_w": dev.tdp_w, "tdp_text": tdp.get("value", ""), "tdp_source": tdp.get("source", ""),
             "values": presets.device_values(dev, precision)}

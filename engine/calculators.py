@@ -241,7 +241,6 @@ def run(calc: Calculator, module, given: dict[str, object], presets: dict[str, t
             if name not in upstream:
                 plan.missing[name] = exc.field.removeprefix("--set ")
     wanted = [n for n in wanted if n not in skipped]
-    _refuse(calc, plan.selectors)
     unused = [n for n in given if n not in plan.used]
     # failure boundaries may name values the chain did not need (tp_size > kv_heads when params
     # came from a preset) and categorical choices that read as numbers (zero_stage > 0)
@@ -406,8 +405,8 @@ def _selector_defaults(calc: Calculator, graph: Graph) -> dict[str, str]:
             default = calc.inputs.get(key, {}).get("default")
             if default is None and graph.known(key):
                 default = graph.default(key)
-            if isinstance(default, str):
-                out[key] = default
+            if default is not None:
+                out[key] = str(default)
     return out
 
 

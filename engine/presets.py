@@ -118,8 +118,9 @@ def load(root, model: str | None, device: str | None, precision: str = "bf16") -
         out.update(model_values(models.find(models.load_models(root), model), root))
     if device:
         from engine import hardware
+        from engine.knowledge import load_single_folder
 
-        dev = hardware.find(_hardware_only(root), device, "--device")
+        dev = hardware.find(load_single_folder(root, "hardware"), device, "--device")
         values = device_values(dev, precision)
         if "peak_flops" not in values:
             known = sorted({p.precision for p in dev.peaks if not p.sparse})
@@ -127,9 +128,3 @@ def load(root, model: str | None, device: str | None, precision: str = "bf16") -
         out.update(values)
     return out
 
-
-def _hardware_only(root):
-    """A Knowledge holding only knowledge/hardware/ (read as Knowledge.load reads it, schema-checked)."""
-    from engine.knowledge import load_single_folder
-
-    return load_single_folder(root, "hardware")

@@ -17,3 +17,12 @@ def _private_cache_dir(tmp_path_factory):
         os.environ.pop("AIINFRA_CACHE_DIR", None)
     else:
         os.environ["AIINFRA_CACHE_DIR"] = previous
+
+
+@pytest.fixture(scope="session")
+def module():
+    """The compiled formula module of the shipped knowledge (numeric only, no sympy at call time)."""
+    from engine import compiled
+    from engine.paths import shipped_root
+
+    return compiled.load(shipped_root())

@@ -17,7 +17,6 @@ import math
 
 import pytest
 
-from engine import compiled
 from engine.calculators import Calculator, load_records, run
 from engine.cli.main import main
 from engine.errors import InputError
@@ -25,11 +24,6 @@ from engine.paths import shipped_root
 
 BOOK_70B = dict(params=70e9, ckpt_bandwidth_basis="client_backend", ckpt_client_bandwidth="100GB/s",
                 ckpt_backend_bandwidth="50GB/s", mtbf="24h")
-
-
-@pytest.fixture(scope="module")
-def module():
-    return compiled.load(shipped_root())
 
 
 @pytest.fixture(scope="module")

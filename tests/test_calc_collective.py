@@ -18,7 +18,6 @@ import json
 
 import pytest
 
-from engine import compiled
 from engine.calculators import Calculator, load_records, run
 from engine.cli.main import main
 from engine.errors import InputError
@@ -33,11 +32,6 @@ NCCL_FACTOR = {
     "broadcast": lambda n: 1.0,
     "reduce": lambda n: 1.0,
 }
-
-
-@pytest.fixture(scope="module")
-def module():
-    return compiled.load(shipped_root())
 
 
 @pytest.fixture(scope="module")

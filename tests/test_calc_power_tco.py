@@ -17,16 +17,10 @@ import json
 
 import pytest
 
-from engine import compiled
 from engine.calculators import Calculator, load_records, run
 from engine.cli.main import main
 from engine.errors import InputError
 from engine.paths import shipped_root
-
-
-@pytest.fixture(scope="module")
-def module():
-    return compiled.load(shipped_root())
 
 
 @pytest.fixture(scope="module")

@@ -19,17 +19,11 @@ from decimal import Decimal
 
 import pytest
 
-from engine import compiled
 from engine.calculators import Calculator, load_records, run
 from engine.cli.main import main
 from engine.paths import shipped_root
 
 GB = 1e9
-
-
-@pytest.fixture(scope="module")
-def module():
-    return compiled.load(shipped_root())
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +82,7 @@ def printed_close(value_bytes: float, printed: str) -> bool:
 @pytest.mark.parametrize("dp", [1, 4, 16, 64, 256, 1024])
 def test_zero_paper_table_1(calc, module, psi, dp):
     # Activations are not part of Table 1: they are given directly (the chain stops there).
-    for stage, printed in zip(("1", "2", "3"), ZERO_TABLE_1[psi][dp]):
+    for stage, printed in zip(("1", "2", "3"), ZERO_TABLE_1[psi][dp], strict=True):
         r = mem(calc, module, params=psi, zero_stage=stage, dp_size=dp, activation_bytes_per_gpu=0)
         got = out(r, "model_state_bytes_per_gpu")
         assert printed_close(got, printed), f"ZeRO Table 1, Ψ={psi:g}, Nd={dp}, stage {stage}: {got / GB} GB vs {printed}"

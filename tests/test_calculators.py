@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import calculators, compiled
+from engine import calculators
 from engine.calculators import Calculator, Graph, load_records, run
 from engine.errors import InputError
 from engine.integrity import check
@@ -18,11 +18,6 @@ from engine.knowledge import Knowledge
 from engine.paths import shipped_root
 
 GiB = 2**30
-
-
-@pytest.fixture(scope="module")
-def module():
-    return compiled.load(shipped_root())
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,10 @@ M = C / (2 b^2) = 300000 s.
 
 from __future__ import annotations
 
-import re
-
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest

@@ -36,11 +36,6 @@ PD = dict(latency_slo="interactive", tpot_slo="50ms", serving_gpus=64, kv_link_b
 
 
 @pytest.fixture(scope="module")
-def module():
-    return compiled.load(shipped_root())
-
-
-@pytest.fixture(scope="module")
 def shipped():
     return trees.load_trees(shipped_root())
 

@@ -22,7 +22,7 @@ import json
 
 import pytest
 
-from engine import compiled, trees, trees_symbolic
+from engine import trees, trees_symbolic
 from engine.cli.main import main
 from engine.paths import shipped_root
 
@@ -36,11 +36,6 @@ QWEN_SHAPE = dict(layers=36, kv_heads=8, head_dim=128, kv_bytes=2)
 
 MINE = ["compute-acceleration", "prefix-cache-tier", "prefix-aware-routing", "autoscaling-cold-start",
         "lora-multitenancy", "long-context", "realtime-voice", "diffusion-serving"]
-
-
-@pytest.fixture(scope="module")
-def module():
-    return compiled.load(shipped_root())
 
 
 @pytest.fixture(scope="module")

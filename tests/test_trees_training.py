@@ -28,7 +28,7 @@ import json
 
 import pytest
 
-from engine import compiled, trees, trees_symbolic
+from engine import trees, trees_symbolic
 from engine.errors import InputError
 from engine.paths import shipped_root
 
@@ -37,11 +37,6 @@ MINE = ["activation-recompute", "finetune-method", "rl-layout", "accelerator-cho
 USABLE_80 = 80e9 * 0.9 * (1 - 0.12)  # F7 on an 80 GB card: 63.36e9 B
 L8_PARAMS = 8030261248
 L70_PARAMS = 70553706496
-
-
-@pytest.fixture(scope="module")
-def module():
-    return compiled.load(shipped_root())
 
 
 @pytest.fixture(scope="module")

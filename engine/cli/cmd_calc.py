@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from engine import compiled
-from engine.errors import InputError
-from engine.cli.common import emit, parse_sets, publish, root_of
+from engine.cli.common import emit, parse_sets, publish, root_of, scan_options
 from engine.cli.render import table, to_json
+from engine.errors import InputError
 from engine.humanize import friendly, number, value_range
 
 
@@ -37,25 +37,16 @@ def fast_args(argv: list[str]):
         return None
     args = SimpleNamespace(verb="calc", action=argv[1], sets=[], model=None, device=None, precision="bf16", format="text",
                            root=None, explain=False, sweep=None, points=32, log=False, plot=None)
-    i = 2
-    while i < len(argv):
-        token = argv[i]
-        name, eq, value = token.partition("=")
-        if token == "--explain":
+    pairs = scan_options(argv[2:], FAST_FLAGS, ("--explain",))
+    if pairs is None or any(name is None for name, _ in pairs):
+        return None
+    for name, value in pairs:
+        if name == "--explain":
             args.explain = True
-        elif name in FAST_FLAGS:
-            if not eq:
-                if i + 1 >= len(argv):
-                    return None
-                value = argv[i + 1]
-                i += 1
-            if name == "--set":
-                args.sets.append(value)
-            else:
-                setattr(args, FAST_FLAGS[name], value)
+        elif name == "--set":
+            args.sets.append(value)
         else:
-            return None
-        i += 1
+            setattr(args, FAST_FLAGS[name], value)
     if args.format not in ("text", "json", "md", "csv"):
         return None
     return args
@@ -103,8 +94,8 @@ def run(args) -> int:
 
 def _sweep_range(text: str, calc, root) -> tuple[str, float, float]:
     """``batch=1..512`` -> ("batch", 1.0, 512.0) in the symbol's unit (units accepted: ``context_tokens=1k..128k``)."""
-    from engine.units import parse_quantity
     from engine.errors import UnitError
+    from engine.units import parse_quantity
 
     name, sep, value = text.partition("=")
     name = name.strip()
@@ -161,7 +152,7 @@ def _plot(path: str, name: str, x_unit: str, xs, ys: dict, units: dict, log: boo
         raise InputError("--plot", f"the folder {str(target.parent)!r} does not exist")
     names = [n for n in ys if np.nanmax(ys[n]) != np.nanmin(ys[n])] or list(ys)  # constant outputs stay in the CSV only
     fig, axes = plt.subplots(len(names), 1, sharex=True, figsize=(7, 2.2 * len(names) + 0.8), squeeze=False)
-    for ax, n in zip(axes[:, 0], names):
+    for ax, n in zip(axes[:, 0], names, strict=True):
         ax.plot(xs, ys[n], lw=1.6)
         ax.set_ylabel(f"{n}\n[{units[n]}]" if units[n] not in ("", "1") else n, fontsize=8)
         ax.grid(True, alpha=0.3)

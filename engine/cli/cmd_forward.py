@@ -8,7 +8,7 @@ formulas; neither imports sympy.
 from __future__ import annotations
 
 from engine import compiled, ledger
-from engine.cli.common import emit, root_of
+from engine.cli.common import emit, root_of, scan_options
 from engine.cli.render import table, to_json
 from engine.errors import InputError
 from engine.humanize import friendly, number
@@ -68,21 +68,17 @@ def fast_args(argv: list[str]):
     args = SimpleNamespace(verb=argv[0], batch=1, history=0, output_head="last", routing="balanced", weight_bytes="2",
                            kv_bytes="2", tp=1, format="text", root=None, model=None, tokens=None, steps=None)
     allowed = set(_OPTIONS) - ({"--steps"} if argv[0] == "forward" else {"--tokens", "--output-head"})
-    i = 1
-    while i < len(argv):
-        name, eq, value = argv[i].partition("=")
-        if name not in allowed:
+    pairs = scan_options(argv[1:], allowed)
+    if pairs is None:
+        return None
+    for name, value in pairs:
+        if name is None:
             return None
-        if not eq:
-            if i + 1 >= len(argv):
-                return None
-            value, i = argv[i + 1], i + 1
         attr, kind = _OPTIONS[name]
         try:
             setattr(args, attr, kind(value))
         except ValueError:
             return None
-        i += 1
     if any(getattr(args, k) is None for k in _REQUIRED[argv[0]]) or args.format not in ("text", "json", "md", "csv") \
             or args.output_head not in ledger.OUTPUT_HEADS:
         return None

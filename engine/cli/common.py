@@ -19,6 +19,31 @@ def root_of(args) -> str:
     return shipped_root()
 
 
+def scan_options(argv: list[str], options, switches=()) -> list[tuple[str | None, str | None]] | None:
+    """The fast paths' argument reader: ``--name value`` and ``--name=value`` for ``options``, bare
+    ``switches`` (value None) and positional words (name None), in order. None for anything
+    else (an unknown option, a missing value), so the full parser can answer with its message."""
+    out: list[tuple[str | None, str | None]] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        name, eq, value = token.partition("=")
+        if token in switches:
+            out.append((token, None))
+        elif name in options:
+            if not eq:
+                if i + 1 >= len(argv):
+                    return None
+                value, i = argv[i + 1], i + 1
+            out.append((name, value))
+        elif token.startswith("-"):
+            return None
+        else:
+            out.append((None, token))
+        i += 1
+    return out
+
+
 def parse_sets(pairs: list[str]) -> dict[str, str]:
     """``["a=1", "b=80GiB"]`` -> ``{"a": "1", "b": "80GiB"}``; a malformed or repeated pair is an InputError."""
     out: dict[str, str] = {}

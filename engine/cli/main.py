@@ -284,31 +284,22 @@ def fast_eval_args(argv: list[str]) -> SimpleNamespace | None:
     anything unusual (help, an unknown option, a bad format) returns None and the full
     parser takes over, with its messages.
     """
+    from engine.cli.common import scan_options
+
     args = SimpleNamespace(verb="formula", action="eval", id=None, sets=[], format="text", root=None)
-    positional: list[str] = []
-    i = 0
-    while i < len(argv):
-        token = argv[i]
-        name, eq, value = token.partition("=")
-        if name in ("--set", "--format", "--root"):
-            if not eq:
-                if i + 1 >= len(argv):
-                    return None
-                value = argv[i + 1]
-                i += 1
-            if name == "--set":
-                args.sets.append(value)
-            elif name == "--format":
-                if value not in FORMATS:
-                    return None
-                args.format = value
-            else:
-                args.root = value
-        elif token.startswith("-"):
-            return None
-        else:
-            positional.append(token)
-        i += 1
+    pairs = scan_options(argv, ("--set", "--format", "--root"))
+    if pairs is None:
+        return None
+    positional = [value for name, value in pairs if name is None]
+    for name, value in pairs:
+        if name == "--set":
+            args.sets.append(value)
+        elif name == "--format":
+            if value not in FORMATS:
+                return None
+            args.format = value
+        elif name == "--root":
+            args.root = value
     if len(positional) != 3 or positional[:2] != ["formula", "eval"]:
         return None
     args.id = positional[2]
