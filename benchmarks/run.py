@@ -68,7 +68,7 @@ def cold_timed(cmd: list[str], runs: int, env: dict[str, str], keep_formulas: bo
     for _ in range(runs):
         with tempfile.TemporaryDirectory(prefix="aiinfra-cold-") as folder:
             if keep_formulas:
-                for path in warm.glob("formulas_*.py"):
+                for path in warm.glob("formulas_*.code"):
                     if not path.name.startswith("formulas_L"):  # engine.ledger's module starts with L
                         shutil.copy(path, folder)
             start = time.perf_counter()

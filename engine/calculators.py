@@ -76,15 +76,7 @@ def cached_records(root) -> dict[str, dict]:
 
     key = compiled.files_key(root, ["/".join(FOLDER), "formulas"], ["schemas/calculator.json", "calculators.py", "yamlio.py", "codegen.py"])
 
-    def build():
-        records = load_records(root)
-        units = Graph(compiled.load(root)).units
-        for rec in records.values():
-            for fb in rec.get("failure_boundaries", ()):
-                fb["_used"], fb["_source"] = condition_source(fb["when"], units)
-        return records
-
-    return compiled.json_cached("calculators", key, build)
+    return compiled.json_cached("calculators", key, lambda: load_records(root))  # data only, never code
 
 
 # ---------------------------------------------------------------------- the formula graph
@@ -620,6 +612,16 @@ def condition_source(text: str, symbols) -> tuple[list[str], str]:
     return used, codegen.PRELUDE + f"\ndef _cond({', '.join(names[n] for n in used)}):\n    return {codegen.to_python(tree, names)}\n"
 
 
+_CONDITIONS: dict[str, tuple] = {}
+
+
+def _condition(text: str, symbols) -> tuple:
+    """condition_function, memoised per process: conditions come from the parsed records, never a cache."""
+    if text not in _CONDITIONS:
+        _CONDITIONS[text] = condition_function(text, symbols)
+    return _CONDITIONS[text]
+
+
 def _exec_condition(source: str):
     namespace: dict = {}
     exec(compile(source, "<failure boundary>", "exec"), namespace)  # generated from a whitelisted tree only
@@ -629,10 +631,7 @@ def _exec_condition(source: str):
 def _boundaries(calc: Calculator, graph: Graph, point: dict, outputs: dict, quantities: dict) -> list[str]:
     warnings = []
     for fb in calc.failure_boundaries:
-        if "_source" in fb:  # generated when the records were cached (engine.calculators.cached_records)
-            used, fn = fb["_used"], _exec_condition(fb["_source"])
-        else:
-            used, fn = condition_function(fb["when"], graph.units)
+        used, fn = _condition(fb["when"], graph.units)
         if any(n not in point for n in used):
             continue  # a symbol of the condition is not on this chain
         if fn(*[point[n] for n in used]):
@@ -671,7 +670,7 @@ def problems(k) -> list[Problem]:
     from engine.units import parse_quantity
 
     try:
-        module = compiled.from_formulas(k.formulas)
+        module = compiled.for_knowledge(k)
     except AiinfraError as exc:  # pragma: no cover - reported by the formula rules
         return [Problem("", "", "", f"cannot compile the formulas: {exc}")]
     graph = Graph(module)

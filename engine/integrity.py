@@ -154,7 +154,7 @@ def _examples(k: Knowledge) -> list[Problem]:
     from engine import compiled
 
     try:
-        module = compiled.from_formulas(k.formulas)
+        module = compiled.for_knowledge(k)
     except AiinfraError as exc:  # pragma: no cover - generation of loaded formulas
         return [Problem("", "", "", f"cannot compile the formulas: {exc}")]
     out = []

@@ -208,8 +208,7 @@ def _load_source(source: str, prefix: str):
     from engine import compiled
 
     key = f"{prefix}{zlib.crc32(source.encode()):08x}{zlib.adler32(source.encode()):08x}"
-    path = compiled._cached(key)
-    return compiled._import(path if path is not None else compiled._write(source, key), key)
+    return compiled.module(key, lambda: source)
 
 
 # ---------------------------------------------------------------------------- a root, fast
@@ -239,11 +238,7 @@ def load_root(root) -> Catalog:
     """
     from engine import compiled
 
-    key = "L" + _root_hash(root)
-    path = compiled._cached(key)
-    if path is None:
-        path = compiled._write(_root_source(root), key)
-    return Catalog(compiled._import(path, key))
+    return Catalog(compiled.module("L" + _root_hash(root), lambda: _root_source(root)))
 
 
 def _root_hash(root) -> str:

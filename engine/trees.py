@@ -1080,32 +1080,21 @@ def problems(root, knowledge=None) -> list[Problem]:
     return analyse(root, knowledge).problems
 
 
-def _cache_path(key: str) -> Path:
-    from engine import compiled
-
-    return Path(compiled.cache_dir()) / f"trees_{key}.json"
-
-
 def _cache_read(key: str) -> Report | None:
-    import json
+    from engine import cache
 
+    value = cache.read_json(f"trees_{key}.json")
+    if value is None:
+        return None
     try:
-        return Report.from_json(json.loads(_cache_path(key).read_text(encoding="utf-8")))
-    except (OSError, ValueError, KeyError, TypeError):
+        return Report.from_json(value)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        cache.discard(f"trees_{key}.json")
         return None
 
 
 def _cache_write(key: str, report: Report) -> None:
-    import json
-    import os
-    import tempfile
+    from engine import cache
 
-    path = _cache_path(key)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".trees_", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(report.to_json(), fh, ensure_ascii=False)
-        os.replace(tmp, path)
-    except OSError:  # a cache that cannot be written only costs time
-        pass
+    if cache.write_json(f"trees_{key}.json", report.to_json()):  # a cache that cannot be written only costs time
+        cache.prune("trees_", ".json", keep=64)

@@ -1,14 +1,14 @@
 """engine.compiled: the cached formula module, its key, its rebuilds, and its light imports.
 
-Every test points AIINFRA_CACHE_DIR (and the temporary-folder fallback) at its own tmp
-folder, so the cache starts empty and nothing outside tmp_path is read or written.
+Every test points AIINFRA_CACHE_DIR at its own tmp folder (and the temporary folder inside
+tmp_path too, to show it is never used), so the cache starts empty and nothing outside
+tmp_path is read or written. The trust rules of the cache itself are in test_cache.py.
 Expected values are hand arithmetic on tests/fixtures/roots/good/formulas/f.yaml:
 F1 = 2 * layers * kv_heads * head_dim * kv_bytes, kv_bytes defaulting to 2 (BF16).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -33,15 +33,17 @@ HEAVY = ("sympy", "networkx", "yaml", "jsonschema")
 def cache(tmp_path, monkeypatch) -> Path:
     folder = tmp_path / "cache"
     monkeypatch.setenv("AIINFRA_CACHE_DIR", str(folder))
-    # the fallback folder is <tempdir>/aiinfra-cache: keep it inside tmp_path too
+    # the old fallback was <tempdir>/aiinfra-cache: keep the temporary folder inside tmp_path too
     fallback = tmp_path / "tmp"
     fallback.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(fallback))
+    for name in [n for n in sys.modules if n.startswith("_aiinfra_formulas_")]:
+        monkeypatch.delitem(sys.modules, name)  # as in a fresh interpreter
     return folder
 
 
 def modules_in(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.glob("formulas_*.py")) if folder.is_dir() else []
+    return sorted(p.name for p in folder.glob("formulas_*")) if folder.is_dir() else []
 
 
 def copy_of_good(tmp_path: Path) -> Path:
@@ -66,11 +68,13 @@ def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
     assert compiled.cache_dir() == os.path.join(str(tmp_path / "xdg"), "aiinfra")
 
 
-def test_load_writes_one_module_and_its_bytecode(cache):
+def test_load_writes_one_code_file_private_to_the_user(cache):
     module = compiled.load(GOOD)
     key = compiled.content_hash(GOOD)
-    assert modules_in(cache) == [f"formulas_{key}.py"]
-    assert Path(importlib.util.cache_from_source(str(cache / f"formulas_{key}.py"))).is_file()
+    assert modules_in(cache) == [compiled._code_name(key)]
+    assert (cache / compiled._code_name(key)).stat().st_mode & 0o777 == 0o600
+    assert cache.stat().st_mode & 0o777 == 0o700
+    assert not list((cache.parent / "tmp").iterdir())  # nothing in the shared temporary folder
     assert sorted(module.FORMULAS) == ["F1"]
     # 2 * 36 * 8 * 128 * 2 = 147456 B per token (Qwen3-8B, BF16 cache)
     assert kv_bytes_per_token(module) == 147456
@@ -129,7 +133,7 @@ def test_editing_a_formula_changes_the_key_and_rebuilds(cache, tmp_path):
     assert after != before
     new = compiled.load(root)
     assert new is not old
-    assert modules_in(cache) == sorted([f"formulas_{before}.py", f"formulas_{after}.py"])
+    assert modules_in(cache) == sorted([compiled._code_name(before), compiled._code_name(after)])
     # 2 * 36 * 8 * 128 * 2 = 147456 before; with the default kv_bytes 1: 2 * 36 * 8 * 128 * 1 = 73728
     assert kv_bytes_per_token(old) == 147456
     assert kv_bytes_per_token(new) == 73728
@@ -195,7 +199,7 @@ print(json.dumps({"value": result.outputs["kv_bytes_per_token"].value,
 
 
 def probe(cache_folder: Path, tmp: Path) -> dict:
-    # TMPDIR too: on a miss the loader also looks in <tempdir>/aiinfra-cache
+    # TMPDIR too: the shared temporary folder must play no part
     env = {**os.environ, "AIINFRA_CACHE_DIR": str(cache_folder), "TMPDIR": str(tmp)}
     done = subprocess.run([sys.executable, "-c", PROBE, str(GOOD), *HEAVY], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr

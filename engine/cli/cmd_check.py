@@ -6,6 +6,17 @@ from engine.cli.common import emit, root_of
 from engine.cli.render import table, to_json
 
 
+def _report_repaired_cache() -> None:
+    """check reads the same digest-checked cache the other commands use: say what it repaired."""
+    import sys
+
+    from engine import cache
+
+    if cache.repaired:
+        names = ", ".join(sorted(set(cache.repaired)))
+        sys.stderr.write(f"aiinfra check: warning: discarded and rebuilt cache files whose content did not match their digest: {names}\n")
+
+
 def run(args) -> int:
     from engine import integrity
     from engine.knowledge import Knowledge
@@ -13,6 +24,7 @@ def run(args) -> int:
 
     knowledge = Knowledge.load(root_of(args), strict=False)
     problems = integrity.check(knowledge)
+    _report_repaired_cache()
     counts = {
         "formulas": len(knowledge.formulas),
         "examples": sum(len(f.examples) for f in knowledge.formulas),
