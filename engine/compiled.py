@@ -183,7 +183,7 @@ def generate(formulas) -> str:
                 tail = f" / {out_scale!r}" if out_scale != 1.0 else ""
                 head = ["    import numpy as _np"] if flavour == "numpy" else []
                 lines += [f"def {fn}{suffix}({args}):", *head, *body, f"    return {expr}{tail}", ""]
-            sympy_expr = symbolic.variant_to_sympy(f, index, sym_table)
+            sympy_expr = symbolic.to_sympy(variant.tree, sym_table)
             mono = {n: symbolic.monotonicity(sympy_expr, sym_table[n]) for n in inputs}
             variants[variant.key] = {
                 "inputs": list(inputs),
