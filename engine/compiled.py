@@ -100,6 +100,9 @@ def module(key: str, make_source):
         return sys.modules[name]
     code = _cached_code(key)
     if code is None:
+        from engine.progress import note
+
+        note("building formula cache...")
         code = compile(make_source(), f"<aiinfra compiled {key}>", "exec")
         _store_code(key, code)
     import types
@@ -183,7 +186,7 @@ def generate(formulas) -> str:
                 tail = f" / {out_scale!r}" if out_scale != 1.0 else ""
                 head = ["    import numpy as _np"] if flavour == "numpy" else []
                 lines += [f"def {fn}{suffix}({args}):", *head, *body, f"    return {expr}{tail}", ""]
-            sympy_expr = symbolic.to_sympy(variant.tree, sym_table)
+            sympy_expr = symbolic.variant_to_sympy(f, index, sym_table)
             mono = {n: symbolic.monotonicity(sympy_expr, sym_table[n]) for n in inputs}
             variants[variant.key] = {
                 "inputs": list(inputs),

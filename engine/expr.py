@@ -16,17 +16,19 @@ are ordinary symbols.
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from dataclasses import dataclass
 from fractions import Fraction
 
+from engine import expr_limits
 from engine.errors import ExprError
 
 MAX_LENGTH = 4000
 MAX_DEPTH = 40
 MAX_NODES = 2000
 MAX_LITERAL = 10**30
-MAX_EXPONENT = 100
+MAX_EXPONENT = 64
 MAX_DIGITS = 40
 
 FUNCTIONS: dict[str, tuple[int, int]] = {  # name -> (min args, max args)
@@ -99,9 +101,27 @@ def parse(text: object, symbols: set[str] | frozenset[str]) -> Node:
         raise ExprError("cannot be parsed (too deep or too large)") from None
     builder = _Builder(text, frozenset(symbols))
     try:
-        return builder.build(tree.body, 0)
+        node = builder.build(tree.body, 0)
     except RecursionError:
         raise ExprError(f"nests too deeply (at most {MAX_DEPTH} levels)") from None
+    expr_limits.check(node)
+    return node
+
+
+def parse_condition(text: object, symbols: set[str] | frozenset[str]) -> Node:
+    """A failure-boundary condition (``x > 0``, joined with and/or/not) as ``Piecewise((1, cond), (0, True))``.
+
+    The text must be one whole expression on its own, so wrapping it cannot change its shape."""
+    if not isinstance(text, str):
+        raise ExprError(f"expected a condition string, got {type(text).__name__}")
+    parse_check = text.strip() or text  # parse() says why an empty or broken text is not an expression
+    try:
+        tuple_given = isinstance(ast.parse(parse_check, mode="eval").body, ast.Tuple)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return parse(text, symbols)  # raises ExprError with parse()'s own message
+    if tuple_given:
+        raise ExprError(f"{text!r} is not one condition (expected e.g. x > 0, joined with and/or/not)")
+    return parse(f"Piecewise((1, ({text.strip()})), (0, True))", symbols)
 
 
 class _Builder:
@@ -132,7 +152,7 @@ class _Builder:
         value = node.value
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ExprError(f"the constant {value!r} is not allowed (expected a number)")
-        if isinstance(value, int) and len(str(abs(value))) > MAX_DIGITS or abs(value) > MAX_LITERAL:
+        if abs(value) > MAX_LITERAL:
             raise ExprError(f"the number {_short(value)} is too large (at most {MAX_LITERAL:.0e})")
         if value != value or value in (float("inf"), float("-inf")):
             raise ExprError("the number is not finite")
@@ -282,6 +302,8 @@ def _describe(node: ast.AST) -> str:
 
 
 def _short(value: object) -> str:
+    if isinstance(value, int) and value.bit_length() > 14000:  # about 4,214 digits; str() refuses past 4,300
+        return f"of {value.bit_length()} bits"
     text = str(value)
     return text if len(text) <= 24 else text[:20] + "..."
 
@@ -299,8 +321,16 @@ def _check_power_size(base: Node, exponent: Node, src: str) -> None:
     """A symbol-free power must stay below 1e300: ``((10**30)**100)**100`` would stall SymPy."""
     if base.symbols() or exponent.symbols():
         return
-    value = _float_value(Node("bin", "**", (base, exponent)))
-    if value is None or abs(value) > 1e300:
+    left, right = _float_value(base), _float_value(exponent)
+    if left is None or right is None:
+        return  # undefined or not arithmetic: engine.expr_limits names the reason
+    try:
+        value = left**right
+    except ZeroDivisionError:
+        return
+    except OverflowError:
+        value = math.inf
+    if isinstance(value, float) and abs(value) > 1e300:
         raise ExprError(f"the power {src!r} is too large (a constant power must stay below 1e300)")
 
 

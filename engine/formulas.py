@@ -9,6 +9,8 @@ producers of one symbol, or one symbol with two units, are load errors naming bo
 
 from __future__ import annotations
 
+import math
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 
@@ -19,6 +21,8 @@ from engine.records import Example, Formula, OutputSpec, SymbolSpec, Variant
 from engine.units import DIMENSIONLESS, Unit, format_dims, parse_quantity, parse_unit
 
 COUNT_UNITS = ("token", "tokens", "request", "requests")
+_IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*")  # fullmatch: no trailing newline, unlike re's $
+_FORMULA_ID = re.compile(r"FX?[0-9]+")
 
 
 def build_formula(raw: dict, place: str) -> tuple[Formula | None, list[Problem]]:
@@ -27,6 +31,16 @@ def build_formula(raw: dict, place: str) -> tuple[Formula | None, list[Problem]]
 
     def problem(path: str, message: str) -> None:
         problems.append(Problem(place, fid, path, message))
+
+    if not _FORMULA_ID.fullmatch(fid):
+        problem("id", f"{fid!r} is not a formula id (expected F<n> or FX<n>)")
+        return None, problems
+    named = [(f"symbols.{name}", name) for name in raw["symbols"]] + [("output.symbol", raw["output"]["symbol"])]
+    for path, name in named:
+        if not _IDENTIFIER.fullmatch(name):
+            problem(path, f"{name!r} is not a symbol name (expected a letter, then letters, digits or _)")
+    if problems:
+        return None, problems
 
     symbols: dict[str, SymbolSpec] = {}
     for name, spec in raw["symbols"].items():
@@ -76,10 +90,7 @@ def build_formula(raw: dict, place: str) -> tuple[Formula | None, list[Problem]]
         if name not in used and len(variants) == len(raw_variants):
             problem(f"symbols.{name}", "is declared but no expression uses it")
 
-    examples = tuple(
-        Example(dict(e["set"]), float(e["expect"]), e["source"], float(e.get("rel_tol", 1e-6)), e.get("note", ""))
-        for e in raw["examples"]
-    )
+    examples = _build_examples(raw["examples"], problem)
     if problems or output is None:
         return None, problems
     formula = Formula(
@@ -103,6 +114,32 @@ def build_formula(raw: dict, place: str) -> tuple[Formula | None, list[Problem]]
     return formula, problems
 
 
+def _build_examples(raw_examples: list, problem) -> tuple[Example, ...]:
+    examples = []
+    for i, e in enumerate(raw_examples):
+        expect = _finite_float(e["expect"])
+        if expect is None:
+            problem(f"examples[{i}].expect", f"{_short_number(e['expect'])} is not a finite number below 1.8e308")
+            continue
+        examples.append(Example(dict(e["set"]), expect, e["source"], float(e.get("rel_tol", 1e-6)), e.get("note", "")))
+    return tuple(examples)
+
+
+def _finite_float(value) -> float | None:
+    try:
+        number = float(value)
+    except (OverflowError, ValueError, TypeError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _short_number(value) -> str:
+    """The number as text without tripping Python's 4,300-digit limit on int -> str."""
+    if isinstance(value, int) and value.bit_length() > 64:
+        return f"a {value.bit_length()}-bit integer"
+    return repr(value)
+
+
 def _build_symbol(name: str, spec: dict, problem) -> SymbolSpec | None:
     domain = spec["domain"]
     if domain == "categorical":
@@ -120,6 +157,9 @@ def _build_symbol(name: str, spec: dict, problem) -> SymbolSpec | None:
         return None
     default = None
     if "default" in spec:
+        if _finite_float(spec["default"]) is None and isinstance(spec["default"], int | float):
+            problem(f"symbols.{name}.default", f"{_short_number(spec['default'])} is not a finite number below 1.8e308")
+            return None
         try:
             default = parse_quantity(str(spec["default"]), unit_text)
         except UnitError as exc:

@@ -62,7 +62,8 @@ class Id(namedtuple("Id", "kind name book", defaults=("",))):
 
 
 def _chapter_number(text: str) -> str:
-    return str(int(text)) if text.isdigit() else text
+    """``024`` -> ``24``; a digit string too long to be a chapter stays as written (int() stops at 4,300 digits)."""
+    return str(int(text)) if text.isdigit() and len(text) <= 18 else text
 
 
 def format_id(ident: Id) -> str:
@@ -114,7 +115,7 @@ def parse_user_id(text: str, kind: Kind, book: str = DEFAULT_BOOK) -> Id:
     if kind in (Kind.CHAPTER, Kind.SECTION):
         if m := _BARE_CHAPTER.fullmatch(text):
             if kind is Kind.CHAPTER or text.startswith("ch"):
-                return Id(Kind.CHAPTER, str(int(m.group(1))), book)
+                return Id(Kind.CHAPTER, _chapter_number(m.group(1)), book)
         if _BARE_SECTION.fullmatch(text):
             return Id(Kind.SECTION, text, book)
     elif kind is Kind.FORMULA:

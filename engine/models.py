@@ -159,8 +159,11 @@ def _refuse_key(key: str) -> InputError:
 def import_config(config: dict, model_id: str, repo: str = "", revision: str = "unpinned", *,
                   params: int | None = None, root=None, name: str = "") -> dict:
     """A model record from a config.json dict; ``params``: an official total the architecture must reproduce."""
+    from engine.config_json import check_values
+
     if not isinstance(config, dict):
         raise InputError("config.json", "expected a JSON object")
+    check_values(config)
     text, notes = flatten(config)
     layout = layout_of(text)
     check_keys(text, layout)
@@ -508,6 +511,8 @@ class _Evaluator:
         (value,) = (o.value for o in result.outputs.values())
         if not float(value).is_integer():
             raise InputError(fid, f"gave {value}, not a whole number of parameters")
+        if abs(value) > 2**53:  # past it a float count is no longer exact
+            raise InputError(fid, f"gives {float(value):.4g}, past 2^53 = {2**53} where counts are no longer exact: check the config's sizes")
         return int(value)
 
 
@@ -563,8 +568,9 @@ def find(models: dict, text: str) -> dict:
     ident = text.strip().lower()
     ident = ident if ident.startswith("model:") else f"model:{ident}"
     if ident not in models:
-        known = ", ".join(sorted(m.split(":", 1)[1] for m in models)) or "none"
-        raise InputError("ID", f"no model {text!r} (known: {known})")
+        from engine.suggest import known
+
+        raise InputError("ID", f"no model {text!r} ({known(ident.split(':', 1)[1], sorted(m.split(':', 1)[1] for m in models))})")
     return models[ident]
 
 

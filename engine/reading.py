@@ -48,7 +48,7 @@ def resolve_node(k, text: str, book: str = DEFAULT_BOOK, field: str = "CHAPTER")
         raise InputError(field, f"{raw!r} names no known book (books: {', '.join(books)})")
     if m := _CHAPTER_NAME.fullmatch(name.strip()):
         part = m.group(1)
-        ident = f"{book}:ch{int(part) if part.isdigit() else part.upper()}"
+        ident = f"{book}:ch{_number(part) if part.isdigit() else part.upper()}"
     elif m := _SECTION_NAME.fullmatch(name.strip()):
         ident = f"{book}:{m.group(1)}"
     else:
@@ -82,7 +82,15 @@ def _chapter_id(ident: str) -> str:
 
 
 def _number(text: str) -> str:
-    return str(int(text)) if text.isdigit() else text
+    """``024`` -> ``24``; a digit string too long to be a chapter stays as written (never past int()'s 4,300 digits)."""
+    return str(_whole(text)) if text.isdigit() and len(text) <= _LONGEST else text
+
+
+_LONGEST = 18  # digits; longer numbers are no chapter or section of any book
+
+
+def _whole(text: str) -> int:
+    return int(text) if len(text) <= _LONGEST else 10**_LONGEST
 
 
 def chapter_key(ident: str) -> tuple:
@@ -90,7 +98,7 @@ def chapter_key(ident: str) -> tuple:
     book, _, name = ident.partition(":")
     name = name.removeprefix("ch")
     head, *rest = name.split(".")
-    return (book, 0 if head.isdigit() else 1, int(head) if head.isdigit() else 0, head, *(int(x) for x in rest if x.isdigit()))
+    return (book, 0 if head.isdigit() else 1, _whole(head) if head.isdigit() else 0, head, *(_whole(x) for x in rest if x.isdigit()))
 
 
 # ----------------------------------------------------------------------------- titles and steps

@@ -7,6 +7,7 @@ offending value, with the record id and the field path (``symbols.kv_bytes.unit`
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from importlib import resources
 
@@ -16,13 +17,33 @@ from engine.yamlio import mark_at, plain
 
 @cache
 def validator(kind: str):
-    from jsonschema import Draft202012Validator
+    from jsonschema import Draft202012Validator, validators
 
     resource = resources.files("engine.schemas").joinpath(f"{kind}.json")
     text = resource.read_text(encoding="utf-8")
     schema = json.loads(text)
     Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
+    strict = validators.extend(Draft202012Validator, {"pattern": _pattern_to_end})
+    return strict(schema)
+
+
+def _pattern_to_end(validator, pattern: str, instance, schema):
+    """The ``pattern`` keyword, with a final ``$`` meaning the end of the string.
+
+    Python's ``$`` also matches before a trailing newline, so ``"x\n"`` would pass
+    ``^[A-Za-z_][A-Za-z0-9_]*$`` and reach the generated module as a symbol name.
+    """
+    from jsonschema import ValidationError
+
+    if validator.is_type(instance, "string") and not _end_anchored(pattern).search(instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+@cache
+def _end_anchored(pattern: str) -> re.Pattern:
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        pattern = pattern[:-1] + r"\Z"
+    return re.compile(pattern)
 
 
 def field_path(path) -> str:

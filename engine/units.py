@@ -302,7 +302,7 @@ def parse_quantity(text: str, unit_text: str) -> Quantity:
                 raise UnitError(text, f"has a negative spread after {sep}")
             return _checked(Quantity(centre, centre - spread, centre + spread), text)
     num, unit = _split(body, text)
-    return Quantity.point(_convert(num, unit, target, unit_text, text))
+    return _checked(Quantity.point(_convert(num, unit, target, unit_text, text)), text)
 
 
 def _checked(q: Quantity, whole: str) -> Quantity:
@@ -325,14 +325,17 @@ def _convert(num: float, unit: str, target: Unit, target_text: str, whole: str) 
     if not unit:
         return num
     if unit in _PREFIX_ONLY:
-        return num * _PREFIX_ONLY[unit]
+        return _finite(num * _PREFIX_ONLY[unit], whole)
     given = parse_unit(unit)
     if not given.same_dimension(target):
         raise UnitError(
             whole,
             f"has unit {unit} ({format_dims(given.dims)}), expected a quantity in {target_text} ({format_dims(target.dims)})",
         )
-    value = num * given.scale / target.scale
+    return _finite(num * given.scale / target.scale, whole)
+
+
+def _finite(value: float, whole: str) -> float:
     if not math.isfinite(value):
         raise UnitError(whole, "is out of range")
     return value

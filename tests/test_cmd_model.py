@@ -165,7 +165,7 @@ def _bad(tmp_path: Path) -> dict:
         "id from odd name": (["model", "import", str(weird), "--out", str(tmp_path)], "aiinfra: error: --id: cannot make a model id"),
         "out missing": (["model", "import", str(good), "--out", str(tmp_path / "nowhere")], "aiinfra: error: --out: "),
         "params not a number": (["model", "import", str(good), "--params", "8B"], "aiinfra model import: error: argument --params"),
-        "show unknown": (["model", "show", "gpt-5"], "aiinfra: error: ID: no model 'gpt-5' (known: deepseek-r1-distill-llama-70b, "),
+        "show unknown": (["model", "show", "gpt-5"], "aiinfra: error: ID: no model 'gpt-5' (did you mean gpt-3-175b? known: deepseek-r1-distill-llama-70b, "),
         "show without id": (["model", "show"], "aiinfra model show: error: "),
         "no action": (["model"], "aiinfra model: error: "),
     }
@@ -184,3 +184,113 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(name, tmp_path, capsys)
     assert len(err.strip().splitlines()) == 1 and err.startswith(start), err
     assert "Traceback" not in err + out
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+# ------------------------------------------------------------------ hostile config.json (issue 16)
+EXACT = 9007199254740992  # 2**53
+
+
+def _import_text(tmp_path: Path, text: str, capsys) -> tuple[int, str, str]:
+    path = tmp_path / "config.json"
+    path.write_text(text, encoding="utf-8")
+    return run(["model", "import", str(path), "--id", "hostile", "--out", str(tmp_path)], capsys)
+
+
+def _refused(tmp_path: Path, text: str, capsys) -> str:
+    """The one stderr line of an import that must exit 2 and write nothing."""
+    code, out, err = _import_text(tmp_path, text, capsys)
+    assert code == 2, (code, out, err)
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert not (tmp_path / "hostile.yaml").exists()
+    return err.rstrip("\n")
+
+
+def _with(**changes) -> str:
+    return json.dumps(dict(FALCON_7B, **changes))
+
+
+def test_import_refuses_a_key_given_twice(tmp_path, capsys):
+    # json.loads would keep the last model_type silently
+    text = '{"model_type": "falcon", ' + _with()[1:]
+    path = tmp_path / "config.json"
+    assert _refused(tmp_path, text, capsys) == f"aiinfra: error: model_type: is given twice in '{path}' (expected each key once)"
+
+
+def test_import_refuses_a_key_given_twice_inside_a_nested_object(tmp_path, capsys):
+    text = _with()[:-1] + ', "rope_scaling": {"type": "linear", "type": "dynamic"}}'
+    path = tmp_path / "config.json"
+    assert _refused(tmp_path, text, capsys) == f"aiinfra: error: type: is given twice in '{path}' (expected each key once)"
+
+
+def test_import_refuses_100000_nested_lists(tmp_path, capsys):
+    text = _with()[:-1] + ', "rope_scaling": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    path = tmp_path / "config.json"
+    assert _refused(tmp_path, text, capsys) == f"aiinfra: error: CONFIG_JSON: '{path}' is nested too deeply (expected at most 32 levels)"
+
+
+def test_import_refuses_nesting_past_32_levels(tmp_path, capsys):
+    # the object is level 1, so 32 lists inside it reach level 33
+    text = _with()[:-1] + ', "rope_scaling": ' + "[" * 32 + "]" * 32 + "}"
+    path = tmp_path / "config.json"
+    assert _refused(tmp_path, text, capsys) == f"aiinfra: error: CONFIG_JSON: '{path}' is nested more than 32 levels deep"
+
+
+def test_import_refuses_a_size_of_2_to_the_53_plus_1(tmp_path, capsys):
+    # 2**53 + 1 = 9007199254740993 is the first integer a float cannot hold; before, an AssertionError (exit 70)
+    assert _refused(tmp_path, _with(vocab_size=EXACT + 1), capsys) == (
+        "aiinfra: error: vocab_size: 9007199254740993 is past 2^53 = 9007199254740992, "
+        "where counts are no longer exact (expected a whole number up to 2^53)")
+
+
+def test_import_names_the_nested_key_of_a_number_past_2_to_the_53(tmp_path, capsys):
+    text = _with()[:-1] + ', "rope_scaling": {"factors": [1, ' + str(EXACT + 1) + "]}}"
+    assert _refused(tmp_path, text, capsys).startswith("aiinfra: error: rope_scaling.factors[1]: 9007199254740993 is past 2^53")
+
+
+def test_import_refuses_a_count_past_2_to_the_53(tmp_path, capsys):
+    # every size fits, but the tied embedding vocab x hidden = 2**43 x 4544 = 71 x 2**49
+    # = 39969446692913152 ~ 3.997e16 is past 2**53 ~ 9.007e15
+    assert _refused(tmp_path, _with(vocab_size=2**43), capsys) == (
+        "aiinfra: error: FX14: gives 3.997e+16, past 2^53 = 9007199254740992 where counts are no longer exact: check the config's sizes")
+
+
+def test_import_refuses_a_5000_digit_number_by_name(tmp_path, capsys):
+    text = _with(vocab_size=1).replace('"vocab_size": 1', '"vocab_size": ' + "9" * 5000)
+    assert _refused(tmp_path, text, capsys) == (
+        "aiinfra: error: vocab_size: is a 5000-digit number, past 2^53 = 9007199254740992 (expected a whole number up to 2^53)")
+
+
+def test_import_refuses_a_config_over_4_mib(tmp_path, capsys):
+    text = _with()[:-1] + ', "padding": "' + "x" * (4 * 1024 * 1024) + '"}'
+    path = tmp_path / "config.json"
+    assert _refused(tmp_path, text, capsys) == f"aiinfra: error: CONFIG_JSON: '{path}' is larger than 4 MiB, the most read from one file"
+
+
+def _main_in_thread(argv, timeout: float = 30.0):
+    import threading
+
+    box: list = []
+    worker = threading.Thread(target=lambda: box.append(main(argv)), daemon=True)
+    worker.start()
+    worker.join(timeout)
+    return box[0] if box else None
+
+
+def test_import_refuses_a_fifo_without_hanging(tmp_path, capsys):
+    import os
+
+    fifo = tmp_path / "config.json"
+    os.mkfifo(fifo)
+    code = _main_in_thread(["model", "import", str(fifo), "--id", "hostile", "--out", str(tmp_path)])
+    if code is None:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    _, err = capsys.readouterr()
+    assert (code, err) == (2, f"aiinfra: error: CONFIG_JSON: '{fifo}' is a FIFO, not a regular file\n")
+
+
+def test_import_refuses_dev_zero(tmp_path, capsys):
+    if not Path("/dev/zero").exists():
+        pytest.skip("no /dev/zero here")
+    code = _main_in_thread(["model", "import", "/dev/zero", "--id", "hostile", "--out", str(tmp_path)])
+    _, err = capsys.readouterr()
+    assert (code, err) == (2, "aiinfra: error: CONFIG_JSON: '/dev/zero' is a character device, not a regular file\n")

@@ -412,3 +412,21 @@ def test_the_parser_module_imports_nothing_heavy():
     code = "import sys, engine.cli.cmd_path; print(sorted(m for m in ('networkx', 'yaml', 'sympy', 'jsonschema') if m in sys.modules))"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "[]"
+
+
+# ------------------------------------------------------------------ huge numbers (issue 16)
+# int() refuses a digit string past 4,300 digits with a ValueError (exit 70 before); a chapter
+# or section number that long names nothing, so it is reported like any unknown one.
+_DIGITS = "9" * 5000
+
+
+@pytest.mark.parametrize(("chapter", "message"), [
+    (_DIGITS, f"infra:ch{_DIGITS} is not in book:infra (book:infra has ch0-ch31, chA-chK)"),
+    (f"ch{_DIGITS}", f"infra:ch{_DIGITS} is not in book:infra (book:infra has ch0-ch31, chA-chK)"),
+    (f"quant:{_DIGITS}", f"quant:ch{_DIGITS} is not in book:quant (book:quant has ch1-ch12)"),
+    (f"{_DIGITS}.1", f"infra:{_DIGITS}.1 is not in book:infra (book:infra has ch0-ch31, chA-chK)"),
+    (f"24.{_DIGITS}", f"infra:24.{_DIGITS} is not in book:infra (infra:ch24 has sections 24.1, 24.2, 24.3, 24.4, 24.5, 24.6, 24.7, 24.8)"),
+])
+def test_prereq_of_a_5000_digit_number_is_one_line_and_exit_2(chapter, message, capsys):
+    code, out, err = run(["path", "prereq", chapter], capsys)
+    assert (code, out, err) == (2, "", f"aiinfra: error: CHAPTER: {message}\n")

@@ -94,3 +94,45 @@ def test_per_token_outputs_check_their_count_unit():
     assert [str(p) for p in problems] == ["t:1 F1 expr: the expression is in B but the output bpt is declared in B/tokens (B/tokens)"]
     raw["output"]["per"] = "tokens"
     assert build_formula(raw, "t:1")[1] == []
+
+
+# ------------------------------------------------------- hostile records refused, never a traceback
+
+POSITIVE_B = {"desc": "y", "unit": "B", "domain": "positive"}
+
+
+def test_a_symbol_name_that_is_not_an_identifier_is_a_problem_without_the_schema():
+    _, problems = build_formula(_raw("F1", "x", "B", {"y\n": POSITIVE_B}, "y"), "t:1")
+    assert [str(p) for p in problems] == ["t:1 F1 symbols.y\n: 'y\\n' is not a symbol name (expected a letter, then letters, digits or _)"]
+    _, problems = build_formula(_raw("F1", "x-1", "B", {"y": POSITIVE_B}, "y"), "t:1")
+    assert [str(p) for p in problems] == ["t:1 F1 output.symbol: 'x-1' is not a symbol name (expected a letter, then letters, digits or _)"]
+
+
+def test_a_formula_id_with_a_trailing_newline_is_a_problem():
+    _, problems = build_formula(_raw("F1\n", "x", "B", {"y": POSITIVE_B}, "y"), "t:1")
+    assert [str(p) for p in problems] == ["t:1 F1\n id: 'F1\\n' is not a formula id (expected F<n> or FX<n>)"]
+
+
+@pytest.mark.parametrize("expr, reason", [
+    ("Max(y/0, y)", "'y / 0' divides by zero"),
+    ("Min(sqrt(-1), y)", "'sqrt(-1)' takes the square root of a negative number (the result is not real)"),
+    ("y * log(0, 0)", "'log(0, 0)' takes the logarithm of zero (the result is not a real number)"),
+])
+def test_expressions_sympy_cannot_build_are_refused_at_load_with_their_place(expr, reason):
+    _, problems = build_formula(_raw("F1", "x", "B", {"y": POSITIVE_B}, expr), "formulas/t.yaml:3")
+    assert [str(p) for p in problems] == [f"formulas/t.yaml:3 F1 expr: {reason}"]
+
+
+def test_an_example_too_large_for_a_float_is_a_problem_not_an_overflow():
+    raw = _raw("F1", "x", "B", {"y": POSITIVE_B}, "y")
+    raw["examples"][0]["expect"] = 10**400  # float(10**400) raises OverflowError
+    _, problems = build_formula(raw, "t:1")
+    # 10**400 needs floor(400 * log2(10)) + 1 = floor(1328.77) + 1 = 1329 bits
+    assert [str(p) for p in problems] == ["t:1 F1 examples[0].expect: a 1329-bit integer is not a finite number below 1.8e308"]
+
+
+def test_a_default_with_more_than_4300_digits_is_a_problem_not_a_value_error():
+    symbols = {"y": {**POSITIVE_B, "default": 10**5000, "default_source": "s"}}
+    _, problems = build_formula(_raw("F1", "x", "B", symbols, "y"), "t:1")
+    # 10**5000: floor(5000 * log2(10)) + 1 = floor(16609.64) + 1 = 16610 bits
+    assert [str(p) for p in problems] == ["t:1 F1 symbols.y.default: a 16610-bit integer is not a finite number below 1.8e308"]

@@ -16,7 +16,7 @@ from engine.schema import field_path, validate
 from engine.yamlio import load_yaml
 
 NUMBER_HINT = '(quote ids and section numbers: "4.10" is not 4.1)'
-DOMAINS = "positive, nonnegative, positive_integer, nonnegative_integer, fraction, positive_fraction, real, categorical"
+DOMAINS = "positive, nonnegative, positive_integer, nonnegative_integer, fraction, positive_fraction, fraction_below_one, ge_one, ge_two_integer, real, categorical"
 
 
 def formula(**changes) -> dict:
@@ -246,3 +246,43 @@ def test_yaml_type_messages_name_plain_types(tmp_path):
     # the same record written as a dict gives "got list ['a', 'b']"
     # "- {id: F9, name: [a, b]}": '{' column 3, "name" columns 12-15, '[' column 18
     assert found == ["h.yaml:1:18 F9 name: expected string, got list ['a', 'b']"]
+
+
+# ------------------------------------------------------------- ids and symbols are identifiers
+
+SYMBOL_NEWLINE_YAML = """\
+- id: F9
+  name: Example
+  section: B.2.1
+  defined_in: "infra:6.2"
+  output: {symbol: y, unit: B, desc: bytes}
+  symbols:
+    "x\\n": {desc: bytes per element, unit: B, domain: positive}
+  expr: 2 * x
+  examples:
+    - {set: {x: 2}, expect: 4, source: hand arithmetic 2 * 2 = 4}
+"""
+
+
+def test_a_symbol_with_a_trailing_newline_is_refused_at_its_line(tmp_path):
+    # Python's re: '$' matches before a final newline, so "x\n" passed ^[A-Za-z][A-Za-z0-9_]*$
+    data = load(tmp_path, SYMBOL_NEWLINE_YAML)
+    assert list(data[0]["symbols"]) == ["x\n"]
+    # line 7 '    "x\n": {...}': the quoted key starts at column 5
+    assert messages("formula", data[0], "f.yaml") == [
+        "f.yaml:7:5 F9 symbols: 'x\\n' does not match the expected form ^[A-Za-z][A-Za-z0-9_]*$",
+    ]
+
+
+@pytest.mark.parametrize("field, value, expected", [
+    ("id", "F9\n", "t.yaml F9 id: 'F9\\n' does not match the expected form ^(F|FX)[0-9]+$"),
+    ("output", {"symbol": "y\n", "unit": "B", "desc": "bytes"},
+     "t.yaml F9 output.symbol: 'y\\n' does not match the expected form ^[A-Za-z][A-Za-z0-9_]*$"),
+])
+def test_ids_and_output_symbols_with_a_trailing_newline_are_refused(field, value, expected):
+    assert messages("formula", formula(**{field: value})) == [expected]
+
+
+def test_a_calculator_symbol_with_a_trailing_newline_is_refused():
+    found = validate("calculator", {"id": "calc:x", "outputs": ["y\n"]}, "c.yaml", "calc:x")
+    assert "c.yaml calc:x outputs[0]: 'y\\n' does not match the expected form ^[A-Za-z_][A-Za-z0-9_]*$" in [str(p) for p in found]

@@ -431,3 +431,114 @@ def test_tree_page_lists_flip_boundaries_in_closed_form():
     assert "## Where the advice flips" in text
     assert "`prompt_tokens = kv_link_bandwidth*prefill_time/kv_bytes_per_token`" in text
     assert "`serving_gpus = 32`" in text
+
+
+# ------------------------------------------------------------------ the static server (issue 16)
+
+
+@pytest.fixture
+def served(tmp_path):
+    """A served folder with a page, a folder without index.html, and symlinks in and out of it; yields the server (not yet serving)."""
+    from engine.site.build import make_server
+
+    site, outside = tmp_path / "site", tmp_path / "outside"
+    (site / "page").mkdir(parents=True)
+    (site / "bare").mkdir()
+    (site / "index.html").write_text("home")
+    (site / "page" / "index.html").write_text("page")
+    outside.mkdir()
+    (outside / "secret.txt").write_text("secret")
+    (outside / "index.html").write_text("secret index")
+    (site / "leak.txt").symlink_to(outside / "secret.txt")
+    (site / "leakdir").symlink_to(outside)
+    (site / "alias.html").symlink_to(site / "index.html")
+    httpd = make_server(str(site), "127.0.0.1", 0)
+    yield httpd
+    httpd.server_close()
+
+
+def _serve(httpd):
+    import threading
+
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    return thread
+
+
+def _get(httpd, path: str) -> tuple[int, bytes]:
+    import http.client
+
+    conn = http.client.HTTPConnection(*httpd.server_address[:2], timeout=10)
+    try:
+        conn.request("GET", path)
+        response = conn.getresponse()
+        return response.status, response.read()
+    finally:
+        conn.close()
+
+
+def test_server_serves_files_and_symlinks_inside_the_folder(served):
+    _serve(served)
+    try:
+        assert _get(served, "/") == (200, b"home")
+        assert _get(served, "/page/") == (200, b"page")
+        assert _get(served, "/alias.html") == (200, b"home")
+    finally:
+        served.shutdown()
+
+
+@pytest.mark.parametrize("path", ["/leak.txt", "/leakdir/secret.txt", "/leakdir/", "/bare/", "/missing.html"])
+def test_server_answers_404_outside_the_folder_and_for_listings(served, path):
+    _serve(served)
+    try:
+        status, body = _get(served, path)
+    finally:
+        served.shutdown()
+    assert status == 404
+    assert b"secret" not in body
+
+
+@pytest.mark.parametrize("request_line", [b"GET /index.html%00.txt HTTP/1.0", b"GET /index\x00.html HTTP/1.0"])
+def test_server_answers_400_for_a_nul_in_the_path(served, request_line):
+    import socket
+
+    _serve(served)
+    try:
+        with socket.create_connection(served.server_address[:2], timeout=10) as sock:
+            sock.sendall(request_line + b"\r\n\r\n")
+            head = sock.recv(64)
+    finally:
+        served.shutdown()
+    assert head.startswith(b"HTTP/1.0 400 ")
+
+
+def test_server_backlog_holds_200_clients_connecting_at_once(served):
+    # all 200 connect and send before the server accepts any: the listen backlog must hold them
+    import socket
+
+    socks = []
+    try:
+        for _ in range(200):
+            sock = socket.create_connection(served.server_address[:2], timeout=1.0)
+            sock.sendall(b"GET / HTTP/1.0\r\n\r\n")
+            socks.append(sock)
+        _serve(served)
+        for sock in socks:
+            sock.settimeout(10)
+            assert sock.recv(64).startswith(b"HTTP/1.0 200 ")
+    finally:
+        for sock in socks:
+            sock.close()
+        served.shutdown()
+
+
+@pytest.mark.parametrize("host, warned", [("127.0.0.1", False), ("::1", False), ("localhost", False), ("0.0.0.0", True), ("192.0.2.1", True)])
+def test_serve_warns_when_the_host_is_not_loopback(host, warned, capsys):
+    from engine.cli.cmd_site import check_listen
+
+    check_listen(host, 8000)
+    err = capsys.readouterr().err
+    if warned:
+        assert err == f"aiinfra: warning: --host {host!r} is not a loopback address: every machine that can reach it can read the site\n"
+    else:
+        assert err == ""

@@ -382,6 +382,24 @@ def test_spread_that_overflows_is_refused(text):
     assert str(info.value) == f"{text!r}: is out of range"
 
 
+@pytest.mark.parametrize("text", ["1e308E", "1e308P", "9e307k", "1e308Ei"])
+def test_a_bare_prefix_that_overflows_is_refused(text):
+    # 1e308 * 1e18 (E), 1e308 * 1e15 (P), 9e307 * 1e3 (k) and 1e308 * 2**60 (Ei) are all above
+    # the float maximum (about 1.797e308): the point path used to return inf
+    with pytest.raises(UnitError) as info:
+        parse_quantity(text, "B")
+    assert str(info.value) == f"{text!r}: is out of range"
+
+
+def test_an_overflowing_prefix_names_the_set_field():
+    from engine.errors import InputError
+    from engine.evaluate import read_input
+
+    with pytest.raises(InputError) as info:
+        read_input("hbm", "1e308E", {"unit": "B"})
+    assert str(info.value) == "--set hbm: '1e308E' is out of range"
+
+
 # ------------------------------------------------------------------------------- random text
 
 _UNIT_TOKENS = st.sampled_from(

@@ -212,3 +212,99 @@ def test_unhashable_key_is_not_called_a_duplicate(tmp_path):
     found = problems(tmp_path, "? [a, b]\n: 1\n")
     assert len(found) == 1
     assert "duplicate" not in found[0] and "line 0" not in found[0], found[0]
+
+
+# ------------------------------------------------------------------ hostile files (issue 16)
+def _load_in_thread(path: Path, display: str, timeout: float = 10.0):
+    """load_yaml in a daemon thread; a hang fails the test instead of blocking the run."""
+    import threading
+
+    box: list = []
+    worker = threading.Thread(target=lambda: box.append(load_yaml(path, display)), daemon=True)
+    worker.start()
+    worker.join(timeout)
+    return box[0] if box else None
+
+
+def test_billion_laughs_is_refused_in_under_a_second(tmp_path):
+    import time
+
+    # ten levels of nine aliases each: 9**10 = 3,486,784,401 'lol' leaves once expanded
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 11)]
+    start = time.perf_counter()
+    found = problems(tmp_path, "\n".join(lines) + "\n")
+    assert time.perf_counter() - start < 1.0
+    assert found == ["f.yaml: expands to more than 500,000 nodes through its aliases (&anchor / *alias), the most read from one file"]
+
+
+def test_aliases_that_stay_under_the_cap_still_load(tmp_path):
+    data, found = load(tmp_path, "base: &b {x: 1}\nuse: *b\n")
+    assert found == [] and data == {"base": {"x": 1}, "use": {"x": 1}}
+
+
+def test_an_alias_inside_its_own_anchor_is_refused(tmp_path):
+    assert problems(tmp_path, "&a [*a]\n") == ["f.yaml:1: an alias refers to a node that contains it (a recursive document)"]
+
+
+def test_nesting_past_64_levels_is_refused_and_64_loads(tmp_path):
+    # the outermost list is level 1, so 64 brackets nest 64 levels and 65 nest 65
+    data, found = load(tmp_path, "[" * 64 + "]" * 64)
+    assert found == [] and data is not None
+    assert problems(tmp_path, "[" * 65 + "]" * 65) == ["f.yaml:1: is nested more than 64 levels deep"]
+
+
+def test_more_than_10000_records_in_one_list_are_refused(tmp_path):
+    data, found = load(tmp_path, "- 1\n" * 10_000)
+    assert found == [] and len(data) == 10_000
+    assert problems(tmp_path, "- 1\n" * 10_001) == ["f.yaml:1: holds 10001 records in one list, more than 10000"]
+    assert problems(tmp_path, "formulas:\n" + "  - 1\n" * 10_001) == ["f.yaml:2: holds 10001 records in one list, more than 10000"]
+
+
+def test_a_file_over_4_mib_is_refused_and_4_mib_loads(tmp_path):
+    mib4 = 4 * 1024 * 1024
+    body = "a: 1\n#"  # 6 bytes, then a comment filling the rest
+    data, found = load(tmp_path, body + "x" * (mib4 - len(body) - 1) + "\n")
+    assert found == [] and data == {"a": 1}
+    assert problems(tmp_path, body + "x" * (mib4 - len(body)) + "\n") == ["f.yaml: is larger than 4 MiB, the most read from one file"]
+
+
+def test_a_fifo_is_refused_without_hanging(tmp_path):
+    import os
+
+    fifo = tmp_path / "f.yaml"
+    os.mkfifo(fifo)
+    result = _load_in_thread(fifo, "f.yaml")
+    if result is None:  # unblock the reader before failing
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert result is not None, "load_yaml blocked on a FIFO"
+    data, found = result
+    assert data is None and [str(p) for p in found] == ["f.yaml: is a FIFO, not a regular file"]
+
+
+def test_dev_zero_is_refused(tmp_path):
+    if not Path("/dev/zero").exists():
+        pytest.skip("no /dev/zero here")
+    result = _load_in_thread(Path("/dev/zero"), "zero.yaml")
+    assert result is not None, "load_yaml kept reading /dev/zero"
+    assert result[0] is None and [str(p) for p in result[1]] == ["zero.yaml: is a character device, not a regular file"]
+
+
+def test_a_folder_is_refused(tmp_path):
+    data, found = load_yaml(tmp_path, "dir.yaml")
+    assert data is None and [str(p) for p in found] == ["dir.yaml: is a folder, not a regular file"]
+
+
+def test_a_whole_number_past_4300_digits_is_a_problem_not_a_valueerror(tmp_path):
+    # column 4: after 'b: '
+    message = "holds a whole number past 2^1024, larger than any float a formula could use"
+    assert problems(tmp_path, "a: 1\nb: " + "9" * 5000 + "\n") == [f"f.yaml:2:4: {message}"]
+    assert problems(tmp_path, "examples:\n  - set: {params: " + "9" * 5000 + "}\n") == [f"f.yaml:2:19: {message}"]
+
+
+def test_whole_numbers_are_capped_at_2_to_the_1024(tmp_path):
+    # 0x1 followed by 256 hex zeros is 16**256 = 2**1024; 256 hex f's are 2**1024 - 1
+    data, found = load(tmp_path, "a: 0x" + "f" * 256 + "\n")
+    assert found == [] and data == {"a": 2**1024 - 1}
+    assert problems(tmp_path, "a: 0x1" + "0" * 256 + "\n") == [
+        "f.yaml:1:4: holds a whole number past 2^1024, larger than any float a formula could use"]

@@ -125,6 +125,8 @@ def import_(args) -> int:
     if args.params is not None and args.params < 1:
         raise InputError("--params", f"expected a whole number >= 1, got {args.params}")
     root = root_of(args)
+    if args.out == "":
+        raise InputError("--out", "is empty (expected a folder)")
     folder = args.out or os.path.join(root, "knowledge", "models")
     if not os.path.isdir(folder):
         raise InputError("--out", f"{folder!r} is not a folder")
@@ -141,18 +143,19 @@ def import_(args) -> int:
 
 
 def _read_config(path: str) -> dict:
+    from engine.config_json import MAX_BYTES, parse_config
+    from engine.fileread import FileRefused, read_regular
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
+        raw = read_regular(path, MAX_BYTES)
     except FileNotFoundError:
         raise InputError("CONFIG_JSON", f"{path!r} does not exist") from None
-    except IsADirectoryError:
-        raise InputError("CONFIG_JSON", f"{path!r} is a folder (give the config.json inside it)") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError("CONFIG_JSON", f"{path!r} is not JSON ({exc})") from None
-    if not isinstance(data, dict):
-        raise InputError("CONFIG_JSON", f"{path!r} holds a JSON {type(data).__name__}, expected an object")
-    return data
+    except FileRefused as exc:
+        hint = " (give the config.json inside it)" if exc.reason.startswith("is a folder") else ""
+        raise InputError("CONFIG_JSON", f"{path!r} {exc.reason}{hint}") from None
+    except OSError as exc:
+        raise InputError("CONFIG_JSON", f"{path!r} cannot be read ({exc.strerror or exc})") from None
+    return parse_config(raw, path)
 
 
 def _model_id(args) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from engine.cli.common import emit
+from engine.errors import InputError
 
 _HERE = "engine.cli.cmd_site"
 
@@ -41,9 +42,35 @@ def add_parsers(verbs, Parser, shared) -> None:
 
 
 def _build(args) -> dict:
+    from engine.cli.common import root_of
+    from engine.progress import note
     from engine.site.build import build as run
 
-    return run(getattr(args, "out", None), getattr(args, "root", None))
+    root = root_of(args) if getattr(args, "root", None) is not None else None
+    out = _out_of(args)
+    note("building the site (generating pages, then mkdocs --strict)...")
+    return run(out, root)
+
+
+def _out_of(args) -> str | None:
+    out = getattr(args, "out", None)
+    if out == "":
+        raise InputError("--out", "is empty (expected a folder)")
+    return out
+
+
+def check_listen(host: str, port: int) -> None:
+    """A port in 0..65535 (0 picks a free one), checked before the build; a warning when ``host`` is not loopback."""
+    import ipaddress
+
+    if not 0 <= port <= 65535:
+        raise InputError("--port", f"expected a port from 1 to 65535 (or 0 for any free port), got {port}")
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if not loopback:
+        sys.stderr.write(f"aiinfra: warning: --host {host!r} is not a loopback address: every machine that can reach it can read the site\n")
 
 
 def build(args) -> int:
@@ -60,13 +87,13 @@ def build(args) -> int:
 def serve(args) -> int:
     from pathlib import Path
 
-    from engine.errors import InputError
     from engine.site.assets import repo_root
     from engine.site.build import DEFAULT_OUT
     from engine.site.build import serve as run
 
+    check_listen(args.host, args.port)
     if args.no_build:
-        folder = Path(args.out or repo_root() / DEFAULT_OUT)
+        folder = Path(_out_of(args) or repo_root() / DEFAULT_OUT)
         if not (folder / "index.html").exists():
             raise InputError("--no-build", f"no built site in {folder} (run aiinfra site build first)")
     else:
@@ -81,7 +108,12 @@ def serve(args) -> int:
     try:
         run(str(folder), args.host, args.port, ready)
     except OSError as exc:
-        raise InputError("--port", f"cannot listen on {args.host}:{args.port} ({exc.strerror or exc})") from None
+        import errno
+        import socket
+
+        # the address itself is wrong (not this machine's, or no such name): the host is the field to fix
+        bad_host = isinstance(exc, socket.gaierror) or exc.errno in (errno.EADDRNOTAVAIL, errno.EAFNOSUPPORT)
+        raise InputError("--host" if bad_host else "--port", f"cannot listen on {args.host}:{args.port} ({exc.strerror or exc})") from None
     except KeyboardInterrupt:
         emit("stopped")
     return 0

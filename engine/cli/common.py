@@ -7,16 +7,23 @@ import sys
 
 from engine.errors import InputError
 
+KNOWLEDGE_FOLDERS = ("formulas", "knowledge", "decision_trees")
+
 
 def root_of(args) -> str:
-    """The knowledge root: ``--root DIR`` or the shipped knowledge."""
-    if getattr(args, "root", None):
-        if not os.path.isdir(args.root):
-            raise InputError("--root", f"{args.root!r} is not a folder (expected a folder with formulas/ and knowledge/)")
-        return args.root
-    from engine.paths import shipped_root
+    """The knowledge root: ``--root DIR`` (a folder holding formulas/, knowledge/ or decision_trees/) or the shipped knowledge."""
+    root = getattr(args, "root", None)
+    if root is None:
+        from engine.paths import shipped_root
 
-    return shipped_root()
+        return shipped_root()
+    if not root:
+        raise InputError("--root", "is empty (expected a folder with formulas/ and knowledge/)")
+    if not os.path.isdir(root):
+        raise InputError("--root", f"{root!r} is not a folder (expected a folder with formulas/ and knowledge/)")
+    if not any(os.path.isdir(os.path.join(root, name)) for name in KNOWLEDGE_FOLDERS):
+        raise InputError("--root", f"{root!r} holds none of formulas/, knowledge/, decision_trees/ (expected a knowledge root)")
+    return root
 
 
 def scan_options(argv: list[str], options, switches=()) -> list[tuple[str | None, str | None]] | None:
@@ -62,24 +69,43 @@ def parse_sets(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder, then rename."""
-    import tempfile
-    from pathlib import Path
+def write_atomic(path: str, text: str, option: str = "--out") -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder, then rename.
 
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError("--out", f"the folder {str(folder)!r} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
+    Every way the write can fail (an empty path, a folder, a read-only folder, ``/proc``) is an
+    InputError naming ``option`` and the path."""
+    import tempfile
+
+    folder = writable_target(path, option)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    except OSError as exc:
+        raise write_error(option, path, exc) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
-        publish(tmp, target)
-    except BaseException:
+        publish(tmp, path)
+    except OSError as exc:
+        raise write_error(option, path, exc) from None
+    finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-        raise
+
+
+def writable_target(path: str, option: str) -> str:
+    """The folder a file ``path`` goes into, after the checks that need no write: not empty, not a folder, folder exists."""
+    if not path:
+        raise InputError(option, "is empty (expected a file path)")
+    if path.endswith(os.sep) or os.path.isdir(path):
+        raise InputError(option, f"{path!r} is a folder (expected a file path)")
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        raise InputError(option, f"the folder {folder!r} does not exist")
+    return folder
+
+
+def write_error(option: str, path: str, exc: OSError) -> InputError:
+    return InputError(option, f"cannot write {path!r} ({exc.strerror or exc or exc.__class__.__name__})")
 
 
 def publish(tmp: str, target) -> None:

@@ -63,6 +63,8 @@ def build(out: str | None = None, root: str | None = None, strict: bool = True) 
         mkdocs_build(config)
     except (Abort, MkDocsException) as exc:
         raise InputError("site build", f"mkdocs failed: {exc} ({len(counter.messages)} warnings: {'; '.join(counter.messages[:3])})") from None
+    except OSError as exc:  # the output folder is a file, read-only, under /proc, ...
+        raise InputError("--out", f"cannot write the site into {str(site_dir)!r} ({exc.strerror or exc.__class__.__name__})") from None
     finally:
         log.removeHandler(counter)
         if saved_root is None:
@@ -75,25 +77,61 @@ def build(out: str | None = None, root: str | None = None, strict: bool = True) 
 
 def serve(folder: str, host: str = "127.0.0.1", port: int = 8000, ready=None) -> None:
     """Serve ``folder`` over HTTP until interrupted; ``ready(url)`` is called once listening."""
-    import functools
-    import http.server
-
-    handler = functools.partial(_QuietHandler, directory=folder)
-    with http.server.ThreadingHTTPServer((host, port), handler) as httpd:
+    with make_server(folder, host, port) as httpd:
         url = f"http://{host}:{httpd.server_address[1]}/"
         if ready is not None:
             ready(url)
         httpd.serve_forever()
 
 
-class _QuietHandler:
-    """SimpleHTTPRequestHandler without a log line per request (built lazily: http.server is not imported at load)."""
+def make_server(folder: str, host: str, port: int):
+    """A threading static server for ``folder``: files inside it only, no listings, a backlog for 256 waiting clients."""
+    import http.server
 
-    def __new__(cls, *args, **kwargs):
-        import http.server
+    class Server(http.server.ThreadingHTTPServer):
+        request_queue_size = 256  # listen() backlog: 200 clients connecting at once all get an answer
+        daemon_threads = True
 
-        class Handler(http.server.SimpleHTTPRequestHandler):
-            def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
-                pass
+    return Server((host, port), _handler_class(Path(folder).resolve()))
 
-        return Handler(*args, **kwargs)
+
+def _handler_class(base: Path):
+    """SimpleHTTPRequestHandler confined to ``base`` (built lazily: http.server is not imported at load).
+
+    A path with a NUL byte (raw or ``%00``) answers 400; a file or index.html whose real path
+    (symlinks resolved) is outside ``base`` answers 404, as does a folder without index.html.
+    """
+    import functools
+    import http.server
+
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def send_head(self):
+            path = self.translate_path(self.path)
+            if "\x00" in path or "\x00" in self.path:
+                self.send_error(400, "a NUL byte in the path")
+                return None
+            if not _inside(base, Path(path)):
+                self.send_error(404)
+                return None
+            return super().send_head()
+
+        def list_directory(self, path):
+            self.send_error(404)
+            return None
+
+        def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
+            pass
+
+    return functools.partial(Handler, directory=str(base))
+
+
+def _inside(base: Path, path: Path) -> bool:
+    """Whether what ``path`` serves (itself, or its index.html for a folder) really lies in ``base``; a missing file counts as inside (it answers 404 anyway)."""
+    target = path / "index.html" if path.is_dir() else path
+    try:
+        real = target.resolve(strict=True)
+    except FileNotFoundError:
+        return True
+    except (OSError, RuntimeError):  # a symlink loop, a path too long
+        return False
+    return real == base or base in real.parents

@@ -18,7 +18,7 @@ import json
 import sympy as sp
 from sympy.printing.jscode import JavascriptCodePrinter
 
-from engine.expr import parse
+from engine.expr import parse_condition
 from engine.symbolic import to_sympy
 
 RUNTIME_HELPERS = """\
@@ -80,7 +80,7 @@ def condition_function(text: str, symbols) -> tuple[list[str], str]:
 
     Parsed exactly as ``engine.calculators.condition_function`` parses it.
     """
-    tree = parse(f"Piecewise((1, {text}), (0, True))", frozenset(symbols))
+    tree = parse_condition(text, symbols)
     used = sorted(tree.symbols())
     expr = js_expr(tree, used)
     return used, f"function({', '.join('v_' + n for n in used)}) {{ return ({expr}); }}"

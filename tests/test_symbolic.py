@@ -1,0 +1,94 @@
+"""engine.symbolic: the SymPy builder refuses what SymPy finds undefined; monotonicity runs under a time budget.
+
+The parser (engine.expr) refuses constant cases; these are the ones only SymPy's own
+simplification reveals, which the compiled-module build reports at the record's file:line.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import pytest
+import sympy as sp
+
+from engine import compiled, symbolic
+from engine.errors import ExprError, KnowledgeError
+from engine.expr import parse
+from engine.formulas import build_formula
+
+POSITIVE = {"a": "positive", "b": "positive", "x": "positive"}
+
+
+def build(text: str):
+    return symbolic.to_sympy(parse(text, set(POSITIVE)), symbolic.make_symbols(POSITIVE))
+
+
+@pytest.mark.parametrize("text, start", [
+    # x > 0, so SymPy rewrites log(-x) as log(x) + I*pi and sqrt(-x) as I*sqrt(x); Max then raises
+    ("Max(log(-x), b)", "cannot be built symbolically: "),
+    ("Min(sqrt(-x), b)", "cannot be built symbolically: "),
+    ("x * log(-x)", "is undefined, infinite or not real: SymPy reduces 'x * log(-x)' to "),
+    # sqrt(a + b) and sqrt(b + a) are one SymPy object, so the difference is 0 and 1/0 is zoo
+    ("a / (sqrt(a + b) - sqrt(b + a))", "is undefined, infinite or not real: SymPy reduces "),
+])
+def test_expressions_sympy_reduces_to_undefined_values_are_refused(text, start):
+    with pytest.raises(ExprError) as info:
+        build(text)
+    assert info.value.reason.startswith(start), info.value.reason
+
+
+def test_an_ordinary_expression_still_builds():
+    a, b = sp.symbols("a b", positive=True)
+    assert build("a * log(b) + sqrt(a)") == a * sp.log(b) + sp.sqrt(a)
+
+
+def _formula(expr: str):
+    raw = {
+        "id": "F1", "name": "F1", "section": "B.2.1", "defined_in": "infra:6.2",
+        "output": {"symbol": "y", "unit": "1", "desc": "y"},
+        "symbols": {"x": {"desc": "x", "unit": "1", "domain": "positive"}}, "expr": expr,
+        "examples": [{"set": {"x": 1}, "expect": 1, "source": "not evaluated here"}],
+    }
+    formula, problems = build_formula(raw, "formulas/t.yaml:3")
+    assert problems == []  # the parser cannot see that x > 0 makes log(-x) complex
+    return formula
+
+
+def test_the_compiled_build_reports_a_sympy_refusal_at_the_record_place():
+    with pytest.raises(KnowledgeError) as info:
+        compiled.generate([_formula("x * log(-x)")])
+    [problem] = info.value.problems
+    assert (problem.place, problem.id, problem.path) == ("formulas/t.yaml:3", "F1", "expr")
+    assert problem.message.startswith("is undefined, infinite or not real: SymPy reduces 'x * log(-x)' to ")
+
+
+# ------------------------------------------------------------------ monotonicity time budget
+
+
+def test_monotonicity_past_its_budget_is_unknown_with_one_line(monkeypatch, caplog):
+    def endless(expr, symbol):
+        time.sleep(30)
+        return "increasing"
+
+    monkeypatch.setattr(symbolic, "_monotonicity", endless)
+    x = sp.Symbol("x", positive=True)
+    start = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="aiinfra"):
+        assert symbolic.monotonicity(2 * x, x, seconds=0.2) is None
+    assert time.monotonic() - start < 5
+    assert caplog.messages == ["monotonicity of 2*x in x could not be decided within 0.2 s; treated as unknown"]
+
+
+def test_a_slow_real_simplification_is_cut_off():
+    # (a - b)**63 * (a + b)**63: SymPy needs seconds to sign this derivative (3.5 s on a 2-core box)
+    a, b = sp.symbols("a b", positive=True)
+    start = time.monotonic()
+    assert symbolic.monotonicity((a - b) ** 63 * (a + b) ** 63, a, seconds=0.05) is None
+    assert time.monotonic() - start < 2
+
+
+def test_monotonicity_within_budget_is_unchanged():
+    x = sp.Symbol("x", positive=True)
+    assert symbolic.monotonicity(2 * x + 1, x) == "increasing"
+    assert symbolic.monotonicity(1 / x, x) == "decreasing"
