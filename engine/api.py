@@ -97,7 +97,9 @@ class CalculatorHandle:
         from engine import compiled, presets
         from engine.calculators import run
 
-        found = presets.load(self.root, model, device, precision) if (model or device) else None
+        found = presets.precision_values(precision)  # kv_bytes follows the precision unless given
+        if model or device:
+            found.update(presets.load(self.root, model, device, precision))
         return run(self.calc, compiled.load(self.root), inputs, found)
 
     def sweep(self, name: str, low: float, high: float, points: int = 32, log: bool = False, model=None, device=None, precision="bf16", **inputs):

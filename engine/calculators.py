@@ -20,10 +20,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.errors import EvaluationError, InputError, KnowledgeError, Problem
-from engine.evaluate import SAMPLES, InputValue, OutputValue, _call, check_domain, read_input
+from engine.evaluate import (
+    MONEY_IN_CNY,
+    SAMPLES,
+    InputValue,
+    OutputValue,
+    _call,
+    check_domain,
+    currency_of,
+    in_currency,
+    read_input,
+)
 from engine.units import Quantity
 
 FOLDER = ("knowledge", "calculators")
+LEFT_OUT = "left out: an optional term not derivable from the inputs (the calculator's when_missing)"
 # Appendix B numbers F1..F22 and the extension range FX1..
 FORMULA_NUMBER = re.compile(r"^(F([1-9]|1[0-9]|2[0-2])|FX[1-9][0-9]*)$")
 
@@ -206,7 +217,7 @@ def run(calc: Calculator, module, given: dict[str, object], presets: dict[str, t
     sources = {n: "user" for n in given}
     given = dict(given)
     for name, (value, source) in (presets or {}).items():
-        if name in allowed and name not in given:
+        if name in allowed and name not in given and not _fed_by(graph, name, user):
             given[name], sources[name] = value, source
     plan = _Plan(calc, graph, given, sources)
     for name in given:  # every given value is read and checked first, so its error comes first
@@ -242,8 +253,9 @@ def run(calc: Calculator, module, given: dict[str, object], presets: dict[str, t
         plan.inputs.pop(name, None)
         plan.quantities.pop(name, None)
     unused = [n for n in unused if n in user]  # a preset the chain does not need is not worth a warning
+    _refuse_dropped(calc, graph, plan.order, unused, user)
     quantities = plan.quantities
-    point = _chain(plan.order, module, {n: q.value for n, q in quantities.items()})
+    point = _point(calc, graph, plan.order, module, {n: q.value for n, q in quantities.items()}, context)
     ranged = [n for n, q in quantities.items() if q.is_range]
     directions = _directions(plan.order, module, ranged)
     outputs: dict[str, OutputValue] = {}
@@ -273,12 +285,14 @@ def run(calc: Calculator, module, given: dict[str, object], presets: dict[str, t
         for name in sampled_needed:
             outputs[name] = OutputValue(point[name], graph.units[name], lows[name], highs[name], "sampled")
     outputs = {n: outputs[n] for n in wanted}
+    _refused(calc, graph, {**context, **point}, outputs, quantities)
     warnings = _boundaries(calc, graph, {**context, **point}, outputs, quantities)
     for name in skipped:
         if name in optional:
             continue  # optional outputs appear only when their inputs are given
         why = f"needs {plan.missing[name]}" if name in plan.missing else "upstream of a symbol given directly"
         warnings.append(f"not computed: {name} ({why}; the outputs above do not depend on it)")
+    warnings += [calc.inputs[n]["when_missing"]["warning"] for n, v in plan.inputs.items() if v.source == LEFT_OUT]
     if unused:
         warnings.append(f"not used by this chain: {', '.join(unused)} (a symbol given directly, or a selector, made it unnecessary)")
     assumptions = list(calc.assumptions)
@@ -289,11 +303,11 @@ def run(calc: Calculator, module, given: dict[str, object], presets: dict[str, t
                 assumptions.append(f"{fid}: {a}")
     steps = [_step(module, fid, key, point) for fid, key in plan.order]
     if currency == "CNY":  # money stays in the currency of the price inputs; nothing is converted
-        relabel = lambda unit: re.sub(r"\bUSD\b", "CNY", unit)  # noqa: E731
+        relabel = lambda unit: in_currency(unit, "CNY")  # noqa: E731
         plan.inputs = {n: v._replace(unit=relabel(v.unit)) for n, v in plan.inputs.items()}
         outputs = {n: v._replace(unit=relabel(v.unit)) for n, v in outputs.items()}
         steps = [{**st, "unit": relabel(st["unit"])} for st in steps]
-        assumptions.insert(0, "Money is in CNY, the currency of the price inputs; nothing is converted (the formula records write money as USD).")
+        assumptions.insert(0, MONEY_IN_CNY)
     if any(str(src).startswith("preset hw:") for src in sources.values()):
         for sym, what in (("mfu", "MFU"), ("mbu", "memory-bandwidth utilisation")):
             v = plan.inputs.get(sym)
@@ -303,10 +317,32 @@ def run(calc: Calculator, module, given: dict[str, object], presets: dict[str, t
     money_defaults = [n for n, v in plan.inputs.items() if "USD" in v.unit or "CNY" in v.unit if v.source.startswith("default")]
     if money_defaults and currency:
         warnings.append(f"money inputs left at their defaults ({', '.join(money_defaults)}) are read in {currency}; check their sources say the same currency")
+    warnings += _plausibility(plan, point, (presets or {}).get("max_position_embeddings"))
     result = CalcResult(calc, plan.inputs, outputs, [fid for fid, _ in plan.order], assumptions, warnings, steps)
     result.ranking = _ranking(plan.order, module, quantities, ranged, outputs, directions)
     result._plan, result._module = plan, module
     return result
+
+
+CONTEXT_SYMBOLS = ("context_tokens", "seq_len")  # tokens one sequence holds, to compare with the model's trained context
+PREFILL_SYMBOLS = {"prefill_time", "prefill_gpu_load"}  # the chain runs inference prefill at the given MFU
+
+
+def _plausibility(plan: _Plan, point: dict, limit: tuple[object, str] | None) -> list[str]:
+    """Warnings for values that run but are implausible: a context beyond the model's, a training MFU on prefill."""
+    out = []
+    for name in CONTEXT_SYMBOLS if limit else ():
+        q = plan.quantities.get(name)
+        value = q.high if q is not None else point.get(name)
+        if value is not None and value > float(limit[0]):
+            out.append(f"{name} = {value:g} tokens is beyond the model's max_position_embeddings = {float(limit[0]):g} "
+                       f"({limit[1]}); beyond it the model needs RoPE scaling (e.g. YaRN) or degrades")
+    mfu = plan.inputs.get("mfu")
+    if mfu is not None and mfu.source.startswith("preset hw:") and ": measured MFU " in mfu.source and PREFILL_SYMBOLS & plan.computed:
+        workload = mfu.source.split(" (", 1)[-1].rsplit(") — ", 1)[0]
+        out.append(f"mfu = {mfu.value:g} comes from the device's band measured on training ({workload}) and is applied here to "
+                   "inference prefill, whose MFU can differ; give --set mfu from an inference measurement")
+    return out
 
 
 def _ranking(order, module, quantities: dict, ranged: list[str], outputs: dict, directions: dict) -> dict[str, list[tuple[str, float]]]:
@@ -336,6 +372,9 @@ def _ranking(order, module, quantities: dict, ranged: list[str], outputs: dict, 
     return out
 
 
+MAX_POINTS = 100_000  # a sweep's points are CSV rows: about 3 s of formatting at the cap
+
+
 def sweep(result: CalcResult, name: str, low: float, high: float, points: int, log: bool = False):
     """Every output of ``result``'s chain over ``name`` from low to high (NumPy, vectorised; no sympy).
 
@@ -348,8 +387,8 @@ def sweep(result: CalcResult, name: str, low: float, high: float, points: int, l
     if name not in plan.quantities:
         numeric = ", ".join(n for n in plan.quantities) or "none"
         raise InputError("--sweep", f"{name} is not a numeric input of this chain (its numeric inputs: {numeric})")
-    if points < 2:
-        raise InputError("--points", f"{points} is too few (expected at least 2)")
+    if not 2 <= points <= MAX_POINTS:
+        raise InputError("--points", f"expected a whole number from 2 to {MAX_POINTS:,}, got {points}")
     if log and low <= 0:
         raise InputError("--sweep", f"a --log sweep needs a positive low end (got {low:g})")
     spec = plan.graph.spec(name)
@@ -366,19 +405,30 @@ def sweep(result: CalcResult, name: str, low: float, high: float, points: int, l
     return xs, {n: np.asarray(out[n], dtype=float) * ones for n in result.outputs if n != name}
 
 
-_CURRENCY = re.compile(r"(?<![A-Za-z])(USD|CNY|RMB)(?![A-Za-z])")
+_currency = currency_of  # the price inputs' currency, shared with engine.evaluate
 
 
-def _currency(given: dict[str, object]) -> str:
-    """The one currency the price inputs are written in ("" when none says); a mix is bad input."""
-    seen: dict[str, str] = {}
-    for name, raw in given.items():
-        for m in _CURRENCY.finditer(str(raw)):
-            seen.setdefault("CNY" if m.group(1) == "RMB" else m.group(1), name)
-    if len(seen) > 1:
-        (a, na), (b, nb) = list(seen.items())[:2]
-        raise InputError(f"--set {nb}", f"is in {b} but {na} is in {a}; give every price in one currency (nothing is converted)")
-    return next(iter(seen), "")
+def _refuse_dropped(calc: Calculator, graph: Graph, order, unused: list[str], user: list[str]) -> None:
+    """An input declared ``if_unused: refuse`` that the chain would drop (prefix_hit_rate with a total
+    context_tokens, or with context_basis=peak) is bad input, never a warning."""
+    for name in (n for n in unused if calc.inputs.get(n, {}).get("if_unused") == "refuse"):
+        for cut in user:
+            if cut in graph.producer and name in graph.upstream([cut]):
+                raise InputError(f"--set {name}", f"is given together with {cut}, which it feeds ({graph.producer[cut]}), so a directly given "
+                                                  f"{cut} would drop it; give {cut} with {name} already applied, or leave {cut} out to derive it")
+        for fid, key in order:
+            meta = graph.formulas[fid]
+            takers = [v for v, variant in meta["variants"].items() if name in variant["inputs"]]
+            if takers and key not in takers:
+                raise InputError(f"--set {name}", f"is not used with {meta['selector']}={key} ({fid}); set {meta['selector']}={takers[0]} to apply it, or leave {name} out")
+        raise InputError(f"--set {name}", "is not used by this chain; leave it out")
+
+
+def _fed_by(graph: Graph, name: str, user: list[str]) -> bool:
+    """Whether the user chose the variant of the formula producing ``name`` (kv_precision for kv_bytes):
+    then the chain derives it, and a preset of ``name`` would silently drop what the user gave."""
+    fid = graph.producer.get(name)
+    return fid is not None and bool(graph.formulas[fid]["selector"]) and graph.formulas[fid]["selector"] in user
 
 
 def _is_number(text: str) -> bool:
@@ -460,6 +510,8 @@ class _Plan:
                 try:
                     self.leaf(name)
                 except _Missing as mine:
+                    if self.left_out(name):
+                        return
                     raise _Missing(mine.field, f"{mine.message}; or give {inner} to derive it ({g.producer[name]})") from None
                 self.used.add(name)
                 return
@@ -483,6 +535,17 @@ class _Plan:
         self.active.pop()
         self.order.append((fid, key))
         self.computed.add(name)
+
+    def left_out(self, name: str) -> bool:
+        """An optional term (the input's ``when_missing``): take its stand-in value; run() warns."""
+        spec = self.calc.inputs[name].get("when_missing")
+        if spec is None:
+            return False
+        value = float(spec["value"])
+        self.quantities[name] = Quantity.point(value)
+        self.inputs[name] = InputValue(value, self.graph.spec(name)["unit"], value, value, LEFT_OUT)
+        self.used.add(name)
+        return True
 
     def leaf(self, name: str) -> None:
         g = self.graph
@@ -604,9 +667,9 @@ def condition_function(text: str, symbols):
 def condition_source(text: str, symbols) -> tuple[list[str], str]:
     """The symbols a condition uses and the Python source of ``_cond`` (generated from the checked tree)."""
     from engine import codegen
-    from engine.expr import parse
+    from engine.expr import parse_condition
 
-    tree = parse(f"Piecewise((1, {text}), (0, True))", frozenset(symbols))
+    tree = parse_condition(text, symbols)
     used = sorted(tree.symbols())
     names = {n: f"v_{n}" for n in used}
     return used, codegen.PRELUDE + f"\ndef _cond({', '.join(names[n] for n in used)}):\n    return {codegen.to_python(tree, names)}\n"
@@ -643,6 +706,33 @@ def _boundaries(calc: Calculator, graph: Graph, point: dict, outputs: dict, quan
         if any(fn(*e) for e in ends):
             warnings.append(f"within the given ranges, possibly: {fb['message']} ({fb['when']})")
     return warnings
+
+
+def _point(calc: Calculator, graph: Graph, order, module, values: dict, context: dict) -> dict:
+    """The chain at the point values, checking the refusing failure boundaries after every step,
+    so a chain with no answer is refused before a later formula divides by what it names."""
+    values = dict(values)
+    for step in order:
+        _refused(calc, graph, {**context, **values})
+        values = _chain([step], module, values)
+    _refused(calc, graph, {**context, **values})
+    return values
+
+
+def _refused(calc: Calculator, graph: Graph, point: dict, outputs: dict | None = None, quantities: dict | None = None) -> None:
+    """A failure boundary with ``refuse: <input>`` that holds (at the point or an end of the ranges) is bad input."""
+    for fb in calc.failure_boundaries:
+        if not fb.get("refuse"):
+            continue
+        used, fn = _condition(fb["when"], graph.units)
+        if any(n not in point for n in used):
+            continue
+        ends = [[point[n] for n in used]]
+        for pick in ("low", "high") if outputs is not None else ():
+            ends.append([getattr(outputs[n], pick) if n in outputs else (getattr(quantities[n], pick) if n in quantities else point[n]) for n in used])
+        if any(fn(*e) for e in ends):
+            shown = ", ".join(f"{n} = {point[n]:g}" for n in used)
+            raise InputError(f"--set {fb['refuse']}", f"{fb['message']} ({shown}{'' if fn(*ends[0]) else ' within the given ranges'})")
 
 
 def _step(module, fid: str, key: str, values: dict) -> dict:
@@ -712,7 +802,9 @@ def problems(k) -> list[Problem]:
             try:
                 used, _ = condition_function(fb["when"], graph.units)
             except ExprError as exc:
-                out.append(Problem(place, cid, f"failure_boundaries[{j}].when", exc.reason))
+                out.append(Problem(field_place(k.root, place.split(":", 1)[0], ["failure_boundaries", j, "when"]), cid, f"failure_boundaries[{j}].when", exc.reason))
+            if fb.get("refuse") and not graph.known(fb["refuse"]):
+                out.append(Problem(place, cid, f"failure_boundaries[{j}].refuse", f"{fb['refuse']} is not a formula symbol"))
         for j, ex in enumerate(rec.get("examples", ())):
             out += _example_problems(place, cid, j, calc, module, ex)
         for j, rule in enumerate(calc.refuse):
@@ -725,6 +817,41 @@ def problems(k) -> list[Problem]:
                     if v not in sym["values"]:
                         out.append(Problem(place, cid, f"refuse[{j}].when.{key}", f"{v!r} is not one of {', '.join(sym['values'])}"))
     return out
+
+
+def field_place(root, display: str, path: list) -> str:
+    """``file:line`` of one field of the record in ``display`` (a path under ``root``), read again with its marks."""
+    from engine.yamlio import load_yaml, mark_at
+
+    data, problems = load_yaml(Path(root) / display, display)
+    mark = None if problems else mark_at(data, path)
+    return f"{display}:{mark[0]}" if mark else display
+
+
+def condition_error(root, calc: Calculator, graph: Graph, exc):
+    """The ExprError of a failure boundary that does not parse, located at the file:line of its ``when``."""
+    from engine.errors import ExprError
+
+    for j, fb in enumerate(calc.failure_boundaries):
+        try:
+            condition_source(fb["when"], graph.units)
+        except ExprError as mine:
+            display = _record_file(root, calc)
+            return mine.located(field_place(root, display, ["failure_boundaries", j, "when"]), calc.id, f"failure_boundaries[{j}].when")
+    return exc
+
+
+def _record_file(root, calc: Calculator) -> str:
+    """The file under ``root`` that defines ``calc`` (``<name>.yaml`` unless another file holds the id)."""
+    from engine.yamlio import load_yaml
+
+    base = Path(root).joinpath(*FOLDER)
+    named = base / f"{calc.name}.yaml"
+    for path in [named] + [p for p in sorted(base.glob("*.yaml")) if p != named]:
+        data, _ = load_yaml(path, path.name)
+        if isinstance(data, dict) and data.get("id") == calc.id:
+            return "/".join(FOLDER + (path.name,))
+    return "/".join(FOLDER + (named.name,))
 
 
 def _example_problems(place: str, cid: str, j: int, calc: Calculator, module, ex: dict) -> list[Problem]:

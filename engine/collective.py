@@ -318,8 +318,8 @@ def check_setup(s: Setup) -> None:
         raise InputError("--op", f"{s.op!r} is not one of {', '.join(OPS)}")
     if s.op not in _ALGORITHM_OPS[s.algorithm]:
         raise InputError("--op", _REFUSALS.get((s.algorithm, s.op), f"all-to-all runs --op alltoall only; use `aiinfra collective ring --op {s.op}`"))
-    if isinstance(s.ranks, bool) or not isinstance(s.ranks, int) or not 1 <= s.ranks <= MAX_RANKS:
-        raise InputError("--ranks", f"expected a whole number from 1 to {MAX_RANKS}, got {s.ranks!r} (schedules list every transfer; for larger groups evaluate FX1 and FX50 with `aiinfra formula eval`)")
+    if isinstance(s.ranks, bool) or not isinstance(s.ranks, int) or not 2 <= s.ranks <= MAX_RANKS:  # 2: the formulas' ranks domain
+        raise InputError("--ranks", f"expected a whole number from 2 to {MAX_RANKS}, got {s.ranks!r} (a collective needs at least 2 ranks; schedules list every transfer, so for larger groups evaluate FX1 and FX50 with `aiinfra formula eval`)")
     for field, value, low in (("--bytes", s.msg_bytes, 0.0), ("--latency", s.latency, 0.0)):
         if not math.isfinite(value) or value < low:
             raise InputError(field, f"expected a number >= 0, got {value:g}")

@@ -8,6 +8,7 @@ the monotonicity the compiler recorded) and by sampling otherwise; the result sa
 from __future__ import annotations
 
 import math
+import re
 from collections import namedtuple
 
 from engine.errors import EvaluationError, InputError, UnitError
@@ -81,10 +82,34 @@ def evaluate(meta: dict, module, given: dict[str, object]) -> FormulaResult:
         detail = "; ".join(f"{n} ({symbols[n]['unit']}, {symbols[n]['desc']})" for n in missing)
         raise InputError(f"--set {missing[0]}", f"{fid} needs a value for {detail}")
     output = compute(meta, module, variant_key, quantities)
-    return FormulaResult(
-        fid, meta["name"], variant_key, variant["expr"], inputs, {meta["output"]["symbol"]: output},
-        list(meta["assumptions"]) + list(variant["assumptions"]),
-    )
+    assumptions = list(meta["assumptions"]) + list(variant["assumptions"])
+    outputs = {meta["output"]["symbol"]: output}
+    if currency_of(given) == "CNY":
+        inputs = {n: v._replace(unit=in_currency(v.unit, "CNY")) for n, v in inputs.items()}
+        outputs = {n: v._replace(unit=in_currency(v.unit, "CNY")) for n, v in outputs.items()}
+        assumptions.insert(0, MONEY_IN_CNY)
+    return FormulaResult(fid, meta["name"], variant_key, variant["expr"], inputs, outputs, assumptions)
+
+
+_CURRENCY = re.compile(r"(?<![A-Za-z])(USD|CNY|RMB)(?![A-Za-z])")
+MONEY_IN_CNY = "Money is in CNY, the currency of the price inputs; nothing is converted (the formula records write money as USD)."
+
+
+def currency_of(given: dict[str, object]) -> str:
+    """The one currency the price inputs are written in ("" when none says); a mix is bad input."""
+    seen: dict[str, str] = {}
+    for name, raw in given.items():
+        for m in _CURRENCY.finditer(str(raw)):
+            seen.setdefault("CNY" if m.group(1) == "RMB" else m.group(1), name)
+    if len(seen) > 1:
+        (a, na), (b, nb) = list(seen.items())[:2]
+        raise InputError(f"--set {nb}", f"is in {b} but {na} is in {a}; give every price in one currency (nothing is converted)")
+    return next(iter(seen), "")
+
+
+def in_currency(unit: str, currency: str) -> str:
+    """``unit`` with the records' USD written as ``currency`` (a label: nothing is converted)."""
+    return re.sub(r"\bUSD\b", currency, unit)
 
 
 def _select_variant(meta: dict, given: dict[str, object]) -> str:
@@ -119,6 +144,9 @@ _DOMAIN_TEXT = {
     "nonnegative_integer": "a whole number >= 0",
     "fraction": "a fraction from 0 to 1",
     "positive_fraction": "a fraction above 0 and at most 1",
+    "fraction_below_one": "a fraction from 0 up to but not including 1",
+    "ge_one": "a number >= 1",
+    "ge_two_integer": "a whole number >= 2",
     "real": "a number",
 }
 
@@ -132,6 +160,9 @@ def check_domain(name: str, q: Quantity, spec: dict) -> None:
         "nonnegative_integer": lambda x: x >= 0 and float(x).is_integer(),
         "fraction": lambda x: 0 <= x <= 1,
         "positive_fraction": lambda x: 0 < x <= 1,
+        "fraction_below_one": lambda x: 0 <= x < 1,
+        "ge_one": lambda x: x >= 1,
+        "ge_two_integer": lambda x: x >= 2 and float(x).is_integer(),
         "real": lambda x: True,
     }[domain]
     ends = (q.low, q.high) if domain.endswith("integer") else (q.low, q.value, q.high)

@@ -27,6 +27,18 @@ MATRIX_UNITS = frozenset({"tensor_core", "matrix_core", "mxu", "mme", "cube", "t
 SPARSE_TO_DENSE = 2.0  # 2:4 structured sparsity skips half the multiplications
 _SPARSE_TOLERANCE = 0.03  # vendors round the two figures separately (989.4 vs 1979; L40S 362.05 vs 733)
 
+# The one explanation of a device's memory figures (``aiinfra hardware --help`` and the site's hardware page).
+MEMORY_FIGURES = (
+    "Three memory figures. Nominal: the vendor's capacity as the datasheet prints it (H100 SXM: 80GB), read "
+    "literally in decimal units (80GB = 8e10 B); it is a product name more than a byte count. GiB: the same bytes "
+    "in binary units (8e10 B = 74.51 GiB), the unit nvidia-smi, PyTorch and serving logs use. Driver-reported "
+    "usable: the total the driver reports (torch.cuda.mem_get_info, nvidia-smi) where a cited log records it "
+    "(H100 SXM: 79.18 GiB in vLLM's start-up log); the HBM stacks hold binary gigabytes, less what the driver "
+    "and firmware reserve, so it can exceed the literal nominal figure. --device fills the KV budget's "
+    "gpu_memory_total (FX72) from the driver-reported total where one is recorded (else give it with --set) and "
+    "hbm_capacity (F7) from the nominal capacity."
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Peak:
@@ -95,6 +107,12 @@ class Device:
     @property
     def short_id(self) -> str:
         return self.id.split(":", 1)[1]
+
+    @property
+    def driver_total(self) -> tuple[float, str, str] | None:
+        """(bytes, as written, source) of the driver-reported usable memory, or None when no source records it."""
+        driver = self.record["memory"].get("driver_total")
+        return (quantity(driver["value"], "B"), driver["value"], driver["source"]) if driver else None
 
     def headline(self, precision: str) -> Peak | None:
         """The dense matrix-unit peak of ``precision`` (fp32 accumulate first), or None."""
@@ -235,17 +253,26 @@ def _duplicates(device: Device) -> list[tuple[str, str]]:
 # ---------------------------------------------------------------------------- look-up
 
 
-def find(k, text: str, field: str = "ID") -> Device:
-    """The device named ``text`` (``h100-sxm`` or ``hw:h100-sxm``); InputError naming the known ones."""
+def _device_id(text: str) -> str:
+    """``H100-SXM`` or ``hw:h100-sxm`` -> ``hw:h100-sxm`` (names are lower-case, typed in any case); ValueError otherwise."""
     from engine.ids import Kind, parse_user_id
 
     try:
-        ident = str(parse_user_id(text, Kind.HW))
+        return str(parse_user_id(text.lower(), Kind.HW))
+    except ValueError:
+        return str(parse_user_id(text, Kind.HW))  # refused again, naming the text as typed
+
+
+def find(k, text: str, field: str = "ID") -> Device:
+    """The device named ``text`` (``h100-sxm`` or ``hw:h100-sxm``); InputError naming the known ones."""
+    try:
+        ident = _device_id(text)
     except ValueError as exc:
         raise InputError(field, str(exc)) from None
     if ident not in k.hardware:
-        known = ", ".join(i.split(":", 1)[1] for i in sorted(k.hardware)) or "none"
-        raise InputError(field, f"no device {text!r} (known: {known})")
+        from engine.suggest import known
+
+        raise InputError(field, f"no device {text!r} ({known(ident.split(':', 1)[1], [i.split(':', 1)[1] for i in sorted(k.hardware)])})")
     try:
         return build(k.hardware[ident])
     except UnitError as exc:  # reported by `aiinfra check` as well

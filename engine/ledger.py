@@ -222,11 +222,13 @@ class Catalog:
         self.models: dict[str, dict] = module.MODELS
 
     def model(self, text: str) -> dict:
-        ident = text.strip()
+        from engine.suggest import known
+
+        ident = text.strip().lower()
         ident = ident if ident.startswith("model:") else f"model:{ident}"
         if ident not in self.models:
-            known = ", ".join(sorted(m.split(":", 1)[1] for m in self.models)) or "none shipped"
-            raise InputError("--model", f"no model {text!r} (known: {known})")
+            names = sorted(m.split(":", 1)[1] for m in self.models)
+            raise InputError("--model", f"no model {text!r} ({known(ident.split(':', 1)[1], names, 'none shipped')})")
         return self.models[ident]
 
 
@@ -647,8 +649,11 @@ def generate(knowledge, model_id: str, history: int, steps: int, batch: int = 1,
 
 
 def _model(knowledge, model_id: str) -> dict:
-    ident = model_id if model_id.startswith("model:") else f"model:{model_id}"
+    from engine.suggest import known
+
+    ident = model_id.strip().lower()
+    ident = ident if ident.startswith("model:") else f"model:{ident}"
     if ident not in knowledge.models:
-        known = ", ".join(sorted(m.split(":", 1)[1] for m in knowledge.models)) or "none"
-        raise InputError("--model", f"no model {model_id!r} (known: {known})")
+        names = sorted(m.split(":", 1)[1] for m in knowledge.models)
+        raise InputError("--model", f"no model {model_id!r} ({known(ident.split(':', 1)[1], names)})")
     return knowledge.models[ident]

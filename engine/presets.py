@@ -44,6 +44,7 @@ def model_values(record: dict, root) -> dict[str, tuple[object, str]]:
         put("kv_heads", shape.kv_heads, "config num_key_value_heads" if d["attention"] == "gqa" else f"{d['attention']}: derived")
         put("head_dim", d["head_dim"], "config head_dim" if d.get("head_dim_stated") else "hidden_size / num_attention_heads")
     put("vocab_size", cfg.get("vocab_size"), "config vocab_size")
+    put("max_position_embeddings", cfg.get("max_position_embeddings"), "config max_position_embeddings")  # not a symbol: a plausibility limit
     put("ffn_hidden", d.get("ffn_hidden"), "config intermediate_size")
     put("mlp_gating", d.get("mlp"), "derived MLP form")
     put("tie_embeddings", "tied" if cfg.get("tie_word_embeddings", True) else "untied", "config tie_word_embeddings")
@@ -64,6 +65,23 @@ def model_values(record: dict, root) -> dict[str, tuple[object, str]]:
     put("params", counts["total"], "parameter count from the architecture (FX17 + listed extras)")
     put("params_active", counts["active"], "active parameters per token (FX18 + listed extras)")
     return out
+
+
+# Bytes per element of a cached KV entry by --precision name (book Appendix B table B.4); a
+# precision without a KV format here (fp64, tf32: a compute mode) leaves kv_bytes to be given.
+KV_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "fp6": 0.75, "fp4": 0.5, "int8": 1, "int4": 0.5}
+
+
+def precision_values(precision: str) -> dict[str, tuple[object, str]]:
+    """kv_bytes from ``--precision`` (a value the user gives, or a --model/--device preset, is never overridden)."""
+    from engine.hardware import PRECISIONS
+
+    if precision not in PRECISIONS:
+        raise InputError("--precision", f"{precision!r} is not a known precision (known: {', '.join(PRECISIONS)})")
+    size = KV_BYTES.get(precision)
+    if size is None:
+        return {}
+    return {"kv_bytes": (size, f"--precision {precision}: {size:g} B per element (book Appendix B table B.4)")}
 
 
 def device_values(device, precision: str = "bf16") -> dict[str, tuple[object, str]]:

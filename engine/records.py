@@ -17,7 +17,7 @@ from engine.units import Quantity, Unit
 class SymbolSpec:
     name: str
     desc: str
-    domain: str  # positive | nonnegative | positive_integer | nonnegative_integer | fraction | positive_fraction | real | categorical
+    domain: str  # positive | nonnegative | positive_integer | nonnegative_integer | fraction | positive_fraction | fraction_below_one | ge_one | ge_two_integer | real | categorical
     unit_text: str = "1"
     unit: Unit | None = None  # None for categorical symbols
     values: tuple[str, ...] = ()

@@ -33,12 +33,14 @@ class Solution:
     interval: str = ""
     inputs: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    method: str = ""  # closed_form | numeric (bisection, engine.solve_numeric) | "" when no answer
 
     def to_json(self) -> dict:
         return {
             "formula": self.formula, "for": self.target, "unit": self.unit, "relation": self.relation,
             "bound": self.bound, "closed_form": self.closed_form, "closed_form_latex": self.closed_form_latex,
             "values": self.values, "interval": self.interval or None, "inputs": self.inputs, "notes": self.notes,
+            "method": self.method or None,
         }
 
 
@@ -89,6 +91,8 @@ def solve(f: Formula, target: str, given: dict[str, str], relation: str = "eq", 
             raise InputError(f"--{relation}", "takes a single value")
         bound = q.value
         sol.bound = bound
+        if relation != "ge":
+            _refuse_unreachable(f, expr, target, relation, bound)
 
     try:
         closed = sp.solve(sp.Eq(expr, out_sym), x, dict=False)
@@ -97,6 +101,7 @@ def solve(f: Formula, target: str, given: dict[str, str], relation: str = "eq", 
     closed = [c for c in closed if _admissible(c, x)]
     if not closed:
         sol.notes.append(f"no closed form for {target} was found")
+    sol.method = "closed_form" if closed else ""
     sol.closed_form = [f"{target} = {sp.sstr(c)}" for c in closed]
     sol.closed_form_latex = [f"{sp.latex(x)} = {sp.latex(c)}" for c in closed]
     if relation == "eq":
@@ -110,6 +115,8 @@ def solve(f: Formula, target: str, given: dict[str, str], relation: str = "eq", 
                 num = complex(sp.N(v))
                 if abs(num.imag) < 1e-12 and _in_domain(num.real, numeric[target].domain):
                     sol.values.append(float(num.real))
+            if not closed:
+                _numeric_roots(sol, expr.subs(subs), x, bound, numeric[target].domain)
             if not sol.values and not any(n.startswith("set ") for n in sol.notes):
                 sol.notes.append(f"no value of {target} in its domain ({numeric[target].domain}) gives {f.output.symbol} = {bound:g}")
         return sol
@@ -117,6 +124,19 @@ def solve(f: Formula, target: str, given: dict[str, str], relation: str = "eq", 
         raise InputError(f"--{relation}", "needs a value V")
     _inequality(sol, expr.subs(subs), x, relation, bound, numeric[target].domain)
     return sol
+
+
+def _refuse_unreachable(f: Formula, expr, target: str, relation: str, bound: float) -> None:
+    """``--le 0`` (or ``--eq -1``) for an output that the input domains keep positive: no value can satisfy it."""
+    out = f.output.symbol
+    if expr.is_positive and bound <= 0:
+        sign, expected = "positive", "a bound above 0"
+    elif expr.is_nonnegative and bound < 0:
+        sign, expected = "never negative", "a bound of at least 0"
+    else:
+        return
+    rel = "=" if relation == "eq" else "<="
+    raise InputError(f"--{relation}", f"{out} is {sign} for every input in its domain, so no value of {target} gives {out} {rel} {bound:g} {f.output.unit_text} (expected {expected})")
 
 
 def _variant(f: Formula, given: dict[str, str]):
@@ -142,7 +162,8 @@ def _admissible(c, x) -> bool:
 def _in_domain(v: float, domain: str) -> bool:
     return {
         "positive": v > 0, "nonnegative": v >= 0, "positive_integer": v > 0, "nonnegative_integer": v >= 0,
-        "fraction": 0 <= v <= 1, "positive_fraction": 0 < v <= 1,
+        "fraction": 0 <= v <= 1, "positive_fraction": 0 < v <= 1, "fraction_below_one": 0 <= v < 1,
+        "ge_one": v >= 1, "ge_two_integer": v >= 2,
     }.get(domain, True)
 
 
@@ -150,6 +171,7 @@ _DOMAIN_SETS = {
     "positive": sp.Interval.open(0, sp.oo), "positive_integer": sp.Interval.open(0, sp.oo),
     "nonnegative": sp.Interval(0, sp.oo), "nonnegative_integer": sp.Interval(0, sp.oo),
     "fraction": sp.Interval(0, 1), "positive_fraction": sp.Interval.Lopen(0, 1), "real": sp.S.Reals,
+    "fraction_below_one": sp.Interval.Ropen(0, 1), "ge_one": sp.Interval(1, sp.oo), "ge_two_integer": sp.Interval(2, sp.oo),
 }
 
 
@@ -168,13 +190,46 @@ def _inequality(sol: Solution, expr, x, relation: str, bound: float, domain: str
     try:
         region = sp.solveset(rel(expr, sp.nsimplify(bound, rational=True)), x, _DOMAIN_SETS.get(domain, sp.S.Reals))
     except (NotImplementedError, TypeError, ValueError):
-        sol.notes.append("SymPy could not solve this inequality in closed form")
+        region = None
+    if region is None or isinstance(region, sp.ConditionSet):
+        _numeric_region(sol, expr, x, relation, bound, domain)
         return
-    if isinstance(region, sp.ConditionSet):
-        sol.notes.append("SymPy could not solve this inequality in closed form")
-        return
+    sol.method = "closed_form"
     sol.interval = _interval_text(region)
     if region is sp.S.EmptySet:
+        sol.notes.append(f"no value of {x} in its domain satisfies it")
+
+
+def _function(expr, x, bound: float):
+    """expr − bound as a float function of x (SymPy's lambdify over the math module, from our parsed tree only)."""
+    return sp.lambdify(x, expr - sp.nsimplify(bound, rational=True), modules="math")
+
+
+def _numeric_roots(sol: Solution, expr, x, bound: float, domain: str) -> None:
+    """No closed form: values of x where expr = bound, found numerically (engine.solve_numeric)."""
+    from engine import solve_numeric
+
+    others = expr.free_symbols - {x}
+    if others:
+        sol.notes.append(f"set {', '.join(sorted(map(str, others)))} to get a number")
+        return
+    found, jumps = solve_numeric.roots(_function(expr, x, bound), domain, 1e-9 * max(1.0, abs(bound)))
+    sol.values += found
+    sol.method = "numeric"
+    sol.notes.append(solve_numeric.NOTE.format(what="value"))
+    for j in jumps:
+        sol.notes.append(f"numeric: {sol.formula}'s output steps over {bound:g} at {x} ≈ {j:.6g} without equalling it")
+
+
+def _numeric_region(sol: Solution, expr, x, relation: str, bound: float, domain: str) -> None:
+    from engine import solve_numeric
+
+    fn = _function(expr, x, bound)
+    test = (lambda v: v is not None and v <= 0) if relation == "le" else (lambda v: v is not None and v >= 0)
+    sol.interval = solve_numeric.region(fn, domain, test)
+    sol.method = "numeric"
+    sol.notes.append(solve_numeric.NOTE.format(what="interval"))
+    if sol.interval == "empty":
         sol.notes.append(f"no value of {x} in its domain satisfies it")
 
 

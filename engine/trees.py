@@ -185,10 +185,13 @@ def load_trees(root) -> dict[str, Tree]:
 
 def find(trees: dict[str, Tree], text: str) -> Tree:
     """A tree by ``tree:name`` or bare ``name``; InputError naming the known ones otherwise."""
-    key = text if text.startswith("tree:") else f"tree:{text}"
+    from engine.suggest import known
+
+    key = text.strip().lower()
+    key = key if key.startswith("tree:") else f"tree:{key}"
     if key not in trees:
-        known = ", ".join(t.split(":", 1)[1] for t in sorted(trees)) or "none"
-        raise InputError("ID", f"{text!r} is not a decision tree (known: {known})")
+        names = [t.split(":", 1)[1] for t in sorted(trees)]
+        raise InputError("ID", f"{text!r} is not a decision tree ({known(key.split(':', 1)[1], names)})")
     return trees[key]
 
 
@@ -510,8 +513,8 @@ class Runner:
         walk = Walk(self.tree, steps, leaf, state.inputs())
         walk.boundary = boundary
         ranged = {n: q for n, q in state.ranges.items()}
-        if ranged:
-            walk.warnings += self._range_warnings(given, ranged, leaf)
+        if ranged:  # the corners are walked without a prompt, so they get every answer typed here
+            walk.warnings += self._range_warnings({**given, **state.answers()}, ranged, leaf)
         return walk
 
     def walk_many(self, given: dict[str, object], columns: dict[str, object]) -> list[str]:
@@ -729,6 +732,7 @@ class _WalkState:
                             raise InputError(f"--set {name}", f"{raw!r} is not one of {', '.join(info['values'])}")
                     else:
                         check_domain(name, read_input(name, raw, info), info)
+                    self.local_given[name] = raw
                     return raw, "user"
                 except InputError as exc:
                     self.prompt.say(str(exc))
@@ -737,6 +741,11 @@ class _WalkState:
         unit = f"{info['unit']}, " if info["unit"] not in ("", "1") else ""
         kind = f"one of {', '.join(info['values'])}; " if info["values"] else ""
         raise InputError(f"--set {name}", f"{self.tree.id} needs a value for {name} ({kind}{unit}{info['desc']})")
+
+    def answers(self) -> dict[str, object]:
+        """Every value given or typed at a prompt in this walk (the tree's fixed values excepted)."""
+        out = {n: v for n, v in self.plan.given.items() if n not in self.tree.fixed}
+        return {**out, **self.local_given}
 
     def inputs(self) -> dict[str, InputValue]:
         out = dict(self.local)

@@ -346,6 +346,9 @@ _DOMAIN_CONS = {
     "nonnegative_integer": lambda k: [_con({k: 1}, Fraction(0), False)],
     "fraction": lambda k: [_con({k: 1}, Fraction(0), False), _con({k: -1}, Fraction(1), False)],
     "positive_fraction": lambda k: [_con({k: 1}, Fraction(0), True), _con({k: -1}, Fraction(1), False)],
+    "fraction_below_one": lambda k: [_con({k: 1}, Fraction(0), False), _con({k: -1}, Fraction(1), True)],
+    "ge_one": lambda k: [_con({k: 1}, Fraction(-1), False)],
+    "ge_two_integer": lambda k: [_con({k: 1}, Fraction(-2), False)],
 }
 
 
@@ -482,9 +485,9 @@ def _hints(alg: Algebra, name: str, conjunctions) -> list[float]:
 
 
 def _draw(rng: random.Random, domain: str, hints: list[float]) -> float:
-    if domain in ("fraction", "positive_fraction"):
+    if domain in ("fraction", "positive_fraction", "fraction_below_one"):
         x = rng.choice([0.0, 1.0, 0.5, rng.random()]) if rng.random() < 0.2 else rng.random()
-        return x if domain == "fraction" or x > 0 else 0.5
+        return x if (domain == "fraction" or x > 0) and (domain != "fraction_below_one" or x < 1) else 0.5
     h = rng.choice(hints)
     if rng.random() < 0.2:
         x = rng.choice([h, h * (1 + 1e-9), h * (1 - 1e-9), 0.0, 1.0])
@@ -758,6 +761,7 @@ def _domain_set(domain: str):
         "positive": sp.Interval.open(0, sp.oo), "positive_integer": sp.Interval(1, sp.oo),
         "nonnegative": sp.Interval(0, sp.oo), "nonnegative_integer": sp.Interval(0, sp.oo),
         "fraction": sp.Interval(0, 1), "positive_fraction": sp.Interval.Lopen(0, 1),
+        "fraction_below_one": sp.Interval.Ropen(0, 1), "ge_one": sp.Interval(1, sp.oo), "ge_two_integer": sp.Interval(2, sp.oo),
     }.get(domain, sp.S.Reals)
 
 

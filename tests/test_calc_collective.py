@@ -240,6 +240,13 @@ def test_bad_input_is_one_line_exit_2(capsys, extra, field):
     assert e.count("\n") == 1 and field in e and "Traceback" not in e
 
 
+def test_one_rank_is_refused_by_the_ranks_domain(capsys):
+    # a collective of one rank moves nothing and FX50/FX52 divide by P - 1 steps; the formulas' ranks
+    # domain (ge_two_integer) refuses it before any division
+    code, o, e = cli(["calc", "collective", "--set", "msg_bytes=1GiB", "--set", "ranks=1", "--set", "eff_bandwidth=50GB/s"], capsys)
+    assert (code, o, e) == (2, "", "aiinfra: error: --set ranks: expected a whole number >= 2, got 1\n")
+
+
 # ---------------------------------------------------------------------- properties
 
 

@@ -116,6 +116,10 @@ def test_sweep_plot_is_written_atomically_with_normal_permissions(tmp_path, caps
     (["--sweep", "nonsense=1..2"], "--sweep"),
     (["--sweep", "context_tokens=1..2", "--set", "context_tokens=5"], "--sweep"),
     (["--sweep", "context_tokens=1..8", "--points", "1"], "--points"),
+    (["--sweep", "context_tokens=1..8", "--points", "100001"], "--points"),
+    (["--sweep", "context_tokens=1..8", "--points", "99999999999999999999"], "--points"),
+    (["--sweep", "context_tokens=1024..2048", "--plot", ""], "--plot"),
+    (["--sweep", "context_tokens=1024..2048", "--plot", "/"], "--plot"),
     (["--set", "context_tokens=8192", "--plot", "x.svg"], "--plot"),
     (["--sweep", "context_tokens=1024..2048", "--plot", "out.txt"], "--plot"),
     (["--set", "context_tokens=8192", "--precision", "fp4"], "--precision"),
@@ -199,3 +203,140 @@ def test_pure_bound_is_said_when_no_measured_band_exists():
     h = api.calculator("inference-capacity").run(device="h100-sxm", **common)
     assert (h.inputs["mfu"].low, h.inputs["mfu"].high) == (0.38, 0.43)
     assert not any("no measured MFU band" in w for w in h.warnings)
+
+
+def test_points_state_their_range(capsys):
+    _, _, err = run([*BASE, "--sweep", "context_tokens=1024..2048", "--points", "100001"], capsys)
+    assert err == "aiinfra: error: --points: expected a whole number from 2 to 100,000, got 100001\n"
+
+
+def _four_rows(out: str) -> list[float]:
+    rows = list(csv.DictReader(io.StringIO(out)))
+    return [float(r["max_concurrent_requests [requests]"]) for r in rows]
+
+
+def test_a_plot_without_matplotlib_keeps_the_csv(monkeypatch, tmp_path, capsys):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
+    code, out, err = run([*BASE, "--sweep", "context_tokens=1024..8192", "--points", "4", "--log", "--plot", str(tmp_path / "kv.svg")], capsys)
+    assert code == 2
+    assert _four_rows(out) == [384, 192, 96, 48]  # as in test_sweep_csv_matches_point_runs
+    assert err == "aiinfra: error: --plot: needs matplotlib (pip install 'aiinfra[plot]' or pip install matplotlib); the CSV above is complete\n"
+
+
+def test_a_plot_that_cannot_be_written_keeps_the_csv(monkeypatch, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    import tempfile
+
+    def refuse(*args, **kwargs):  # a read-only folder, simulated (the tests may run as root)
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    target = tmp_path / "kv.svg"
+    code, out, err = run([*BASE, "--sweep", "context_tokens=1024..8192", "--points", "4", "--log", "--plot", str(target)], capsys)
+    assert code == 2
+    assert _four_rows(out) == [384, 192, 96, 48]
+    assert err == f"aiinfra: error: --plot: cannot write {str(target)!r} (Permission denied)\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------- issue 11: defaults that follow the user, per GPU vs per replica, plausibility
+
+# Qwen3-8B as in kv-concurrency's first example (36 layers, 8 KV heads, head_dim 128; 16 GiB of weights on an 80 GiB card).
+QWEN_KV = ["calc", "kv-concurrency", "--set", "layers=36", "--set", "kv_heads=8", "--set", "head_dim=128", "--set", "gpu_memory_total=80GiB",
+           "--set", "weight_bytes=16GiB", "--set", "context_tokens=4096", "--format", "json"]
+
+
+def test_kv_bytes_follows_precision_unless_given(capsys):
+    # --precision fp8: 1 B per element (book table B.4): 2 x 36 x 8 x 128 x 1 = 73728 B per token; budget with the
+    # presets' 2 GiB overhead as in BUDGET: 57,988,032,323.6 / 73728 = 786,513.2 tokens / 8192 = 96.01 -> 96 requests
+    code, out, err = run(["calc", "kv-concurrency", "--model", "qwen3-8b", "--device", "h100-sxm", "--set", "tp_size=1", "--set", "gpu_memory_utilization=0.9", "--set", "engine_overhead_bytes=2GiB",
+                          "--set", "context_tokens=8192", "--precision", "fp8", "--format", "json"], capsys)
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["inputs"]["kv_bytes"]["value"] == 1
+    assert data["inputs"]["kv_bytes"]["source"] == "--precision fp8: 1 B per element (book Appendix B table B.4)"
+    assert data["outputs"]["kv_bytes_per_token"]["value"] == 73728
+    assert data["outputs"]["max_concurrent_requests"]["value"] == 96
+    code, out, _ = run([*QWEN_KV, "--set", "engine_overhead_bytes=4GiB"], capsys)  # the default --precision bf16: 2 B
+    assert json.loads(out)["inputs"]["kv_bytes"]["value"] == 2
+    assert json.loads(out)["outputs"]["max_concurrent_requests"]["value"] == 92  # the calculator's first example (92)
+    code, out, _ = run([*QWEN_KV, "--set", "kv_bytes=2", "--precision", "fp8"], capsys)  # a given value wins
+    assert json.loads(out)["inputs"]["kv_bytes"]["source"] == "user"
+
+
+def test_unknown_precision_is_refused(capsys):
+    code, out, err = run([*QWEN_KV, "--precision", "fp99"], capsys)
+    assert code == 2 and out == ""
+    assert err == "aiinfra: error: --precision: 'fp99' is not a known precision (known: fp64, fp32, tf32, bf16, fp16, fp8, fp6, fp4, int8, int4)\n"
+
+
+def test_engine_overhead_has_a_cited_default(capsys):
+    # 5 GiB default (median of the vLLM H100 logs cited on FX72: 4.89, 4.98, 5.39, 7.51 GiB):
+    # (80 x 0.9 - 16 - 5) GiB = 51 GiB = 54,760,833,024 B / 147,456 = 371,370.7 tokens / 4096 = 90.7 -> 90 requests
+    code, out, err = run(QWEN_KV, capsys)
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["inputs"]["engine_overhead_bytes"]["value"] == 5 * 2**30
+    assert data["inputs"]["engine_overhead_bytes"]["source"].startswith("default: typical vLLM start-up figure on an 80 GB H100")
+    assert "empirical-vllm-memory-results.md" in data["inputs"]["engine_overhead_bytes"]["source"]
+    assert data["outputs"]["max_concurrent_requests"]["value"] == 90
+
+
+def test_per_replica_and_per_gpu_are_both_printed(capsys):
+    # TP 2: (80 x 0.9 - 16/2 - 4) GiB = 60 GiB = 64,424,509,440 B per GPU / (147,456 / 2) = 873,813.3 tokens / 4096 = 213.3
+    # -> 213 requests per replica, 213 / 2 = 106.5 per GPU; weights 16 GiB / 2 = 8 GiB per GPU
+    code, out, err = run([*QWEN_KV, "--set", "engine_overhead_bytes=4GiB", "--set", "tp_size=2"], capsys)
+    assert code == 0, err
+    outs = json.loads(out)["outputs"]
+    assert outs["max_concurrent_requests"]["value"] == 213
+    assert outs["max_concurrent_requests_per_gpu"]["value"] == 106.5
+    assert outs["weight_bytes_per_gpu"]["value"] == 8 * 2**30
+    code, out, _ = run(["calc", "kv-concurrency", "--help"], capsys)
+    assert "  max_concurrent_requests [requests]: per replica: " in out
+    assert "  max_concurrent_requests_per_gpu [requests]: per GPU: " in out
+    assert "  kv_budget_per_gpu [B]: per GPU: " in out
+
+
+def test_inference_capacity_prints_weights_and_requests_per_gpu():
+    # Llama-3.1-70B at TP 4 with BF16 weights: the result's own weight_bytes / 4 and max_concurrent_requests / 4
+    r = api.calculator("inference-capacity").run(model="llama-3.1-70b", device="h100-sxm", tp_size=4, batch_size=16, prompt_tokens=2048,
+                                                 avg_output_tokens=256, mfu=0.5)
+    assert r.outputs["weight_bytes_per_gpu"].value == r.outputs["weight_bytes"].value / 4
+    assert r.outputs["max_concurrent_requests_per_gpu"].value == r.outputs["max_concurrent_requests"].value / 4
+    assert not any("measured on training" in w for w in r.warnings)  # mfu given: no band was applied
+
+
+def test_serving_fleet_prints_goodput_per_gpu():
+    # a measured replica of 4 GPUs at 2400 output tokens/s: 2400 / 4 = 600 tokens/s per GPU
+    r = api.calculator("serving-fleet").run(qps=10, avg_output_tokens=200, instance_goodput=2400, gpus_per_instance=4)
+    assert r.outputs["instance_goodput_per_gpu"].value == 600
+    assert r.outputs["instance_goodput_per_gpu"].unit == "tokens/(GPU*s)"
+
+
+def test_context_beyond_max_position_embeddings_warns(capsys):
+    # Qwen/Qwen3-8B config.json: max_position_embeddings 40960
+    code, out, err = run([*BASE, "--set", "context_tokens=65536", "--format", "json"], capsys)
+    assert code == 0, err
+    warnings = json.loads(out)["warnings"]
+    assert ("context_tokens = 65536 tokens is beyond the model's max_position_embeddings = 40960 (preset model:qwen3-8b: config "
+            "max_position_embeddings (Qwen/Qwen3-8B@b968826)); beyond it the model needs RoPE scaling (e.g. YaRN) or degrades") in warnings
+    code, out, _ = run([*BASE, "--set", "context_tokens=40960", "--format", "json"], capsys)
+    assert not any("max_position_embeddings" in w for w in json.loads(out)["warnings"])
+
+
+def test_training_mfu_band_on_inference_prefill_warns():
+    # hw:h100-sxm's only MFU band is Llama 3 405B pre-training, 0.38..0.43 (arXiv 2407.21783 table 4): mid point 0.405
+    r = api.calculator("inference-capacity").run(model="llama-3.1-70b", device="h100-sxm", tp_size=4, batch_size=16, prompt_tokens=2048,
+                                                 avg_output_tokens=256)
+    hits = [w for w in r.warnings if "measured on training" in w]
+    assert len(hits) == 1 and hits[0].startswith("mfu = 0.405 comes from the device's band measured on training (Llama 3 405B pre-training")
+    assert hits[0].endswith("is applied here to inference prefill, whose MFU can differ; give --set mfu from an inference measurement")
+
+
+@pytest.mark.parametrize("mfu, warned", [(0.7, True), (0.41, False)])
+def test_training_mfu_above_60_percent_warns(mfu, warned):
+    # Llama 3 405B (arXiv 2407.21783 table 4): 15.6e12 tokens on 16,384 H100s at 989.4 TFLOPS; 0.41 is the measured MFU
+    r = api.calculator("training-duration").run(params_active=405e9, train_tokens=15.6e12, n_gpus=16384, peak_flops="989.4TFLOPS", mfu=mfu)
+    assert any(w.startswith("an MFU above 60% is beyond published large-scale runs") for w in r.warnings) == warned

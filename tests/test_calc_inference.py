@@ -213,14 +213,16 @@ def test_book_ch24_littles_law(records, module):
     # the book's residence: 500 tokens x 50 ms = 25 s; 300 QPS x 25 s = 7500 requests in flight.
     # One TP-4 instance holds 113 (40 GiB per card, see the capacity test): goodput 300 x 500 x 113 / 7500
     # = 2260 tokens/s; ceil(150000 / 2260) = ceil(66.37) = 67 instances x 4 = 268 cards at waterline 1
-    # without redundancy, the book's "about 270 cards' worth of KV" (7500 / 28 per card = 268)
+    # without redundancy, the book's "about 270 cards' worth of KV" (7500 / 28 per card = 268). The book
+    # sizes this decode pool apart from its prefill pool, so the goodput counts the decode slots only.
     r = fleet(records, module, **BOOK_70B, kv_budget_per_gpu="40GiB", qps=300, tpot_target="50ms", e2e_latency=25,
-              waterline=1, redundancy_instances=0)
+              waterline=1, redundancy_instances=0, goodput_limit="decode_slots")
     assert out(r, "concurrency") == 7500
     assert out(r, "instance_goodput") == pytest.approx(2260)
     assert out(r, "n_instances") == 67
     assert out(r, "n_gpus_required") == 268
     assert out(r, "n_gpus_required") == pytest.approx(270, rel=0.01)
+    assert out(r, "n_decode_gpus") == 268  # FX157: the same count as the decode pool of a disaggregated fleet
 
 
 def test_book_ch24_sized_from_both_targets(records, module):
@@ -242,10 +244,18 @@ def test_book_ch24_sized_from_both_targets(records, module):
     e2e = ttft + 499 * tpot  # 12.80103 s
     assert out(r, "e2e_latency") == pytest.approx(e2e)
     assert out(r, "concurrency") == pytest.approx(300 * e2e)  # 3840.3 in flight (Little's law)
-    # ceil(3840.3 / 144) = ceil(26.67) = 27 instances of 4 cards = 108
-    assert out(r, "n_instances") == 27
-    assert out(r, "n_gpus_required") == 108
-    assert not [w for w in r.warnings if not w.startswith("not computed")]
+    # decode slots: ceil(3840.3 / 144) = ceil(26.67) = 27 instances of 4 cards = 108
+    assert out(r, "n_decode_gpus") == 108
+    # prefill: 300 req/s x 5.9543023e14 FLOPs = 1.7862907e17 FLOP/s over 4e14 per card = 446.57 cards busy;
+    # ceil(446.57 / 4) = 112 instances of 4 = 448 cards (the book's ch24 sizes a separate prefill pool)
+    assert out(r, "prefill_gpu_load") == pytest.approx(300 * flops / 4e14)
+    assert out(r, "n_prefill_gpus") == 448
+    # colocated, the prefill binds: 112 instances, 448 cards
+    assert out(r, "n_instances") == 112
+    assert out(r, "n_gpus_required") == 448
+    assert "the prefill FLOP/s bind, not the decode slots: n_instances follows prefill_gpu_load; a PD-disaggregated fleet " \
+           "needs n_prefill_gpus + n_decode_gpus cards (n_prefill_gpus > n_decode_gpus)" in r.warnings
+    assert not [w for w in r.warnings if "does not fit" in w or "no batch meets" in w or "TTFT target missed" in w]
 
 
 def test_qwen3_8b_h100_slo_fleet(records, module):
@@ -262,8 +272,11 @@ def test_qwen3_8b_h100_slo_fleet(records, module):
     assert out(r, "tpot") == pytest.approx(tpot)
     assert out(r, "ttft") == pytest.approx(prefill)
     e2e = prefill + 255 * tpot  # 6.40962 s
-    goodput = 20 * 256 * 168 / (20 * e2e)  # 6709.9 tokens/s
-    assert out(r, "instance_goodput") == pytest.approx(goodput)
+    goodput = 20 * 256 * 168 / (20 * e2e)  # 6709.9 tokens/s from the decode slots
+    # prefill: 20 x 2.9619e13 FLOPs / (989e12 x 0.5) = 1.1979 cards busy; one card's share of the
+    # 5120 tokens/s is 5120 / 1.1979 = 4274.1 tokens/s, below the decode slots, so it is the goodput
+    share = 20 * 256 / (20 * prefill)  # prefill_gpu_load = qps x one request's prefill time on one card
+    assert out(r, "instance_goodput") == pytest.approx(min(goodput, share))
     # ceil(5120 / (6709.9 x 0.7)) = ceil(1.09) = 2, + 1 spare = 3 instances of 1 card
     assert out(r, "n_instances") == 2
     assert out(r, "n_gpus_required") == 3
@@ -287,7 +300,8 @@ def test_fleet_refuses_speculative(records, module):
 
 
 def test_doubling_qps_doubles_demand_and_in_flight(records, module):
-    base = dict(**BOOK_70B, kv_budget_per_gpu="40GiB", tpot_target="50ms", e2e_latency=25, waterline=1, redundancy_instances=0)
+    base = dict(**BOOK_70B, kv_budget_per_gpu="40GiB", tpot_target="50ms", e2e_latency=25, waterline=1, redundancy_instances=0,
+                goodput_limit="decode_slots")
     one, two = fleet(records, module, qps=300, **base), fleet(records, module, qps=600, **base)
     assert out(two, "concurrency") == 2 * out(one, "concurrency")
     assert out(two, "token_demand") == 2 * out(one, "token_demand")
@@ -338,3 +352,112 @@ def test_cli_bad_input_one_line(capsys):
 def test_cli_help_names_book_terms(capsys):
     code, o, _ = cli(["calc", "serving-fleet", "--help"], capsys)
     assert code == 0 and "measured_instance_tokens_per_s" in o and "waterline" in o
+
+
+# ---------------------------------------------------------------------- serving-fleet: Llama-3.1-70B on H100 SXM
+
+# The issue's case: --model llama-3.1-70b --device h100-sxm, 50 req/s of 2048 + 256 tokens, TTFT 1 s,
+# TPOT 50 ms, BF16 cache, 4 GiB engine overhead. Presets: 70553706496 parameters (knowledge/models/
+# llama-3.1-70b.yaml, from the checkpoint's safetensors metadata), 80 layers, 64 heads, 8 KV heads of 128;
+# H100 SXM (knowledge/hardware/h100-sxm.yaml): 989.4 TFLOPS dense BF16 (Hopper whitepaper), 3.35 TB/s,
+# driver-reported 79.18 GiB, measured MFU 0.38..0.43 (Llama 3 paper, table 4; a pre-training band), point 0.405.
+LLAMA_70B_H100 = ["--model", "llama-3.1-70b", "--device", "h100-sxm", *sets(
+    qps=50, prompt_tokens=2048, avg_output_tokens=256, ttft_target="1s", tpot_target="50ms", kv_bytes=2,
+    engine_overhead_bytes="4GiB")]
+PARAMS_70B = 70553706496
+PEAK_H100 = 989.4e12
+MFU_H100 = (0.38 + 0.43) / 2
+USABLE_H100 = 79.18 * GiB * 0.9 - 4 * GiB  # 72222022566 B per card after the 4 GiB overhead
+
+
+def fleet_json(argv, capsys):
+    code, o, e = cli(["calc", "serving-fleet", *argv, "--format", "json"], capsys)
+    assert code == 0, e
+    data = json.loads(o)
+    return {k: v["value"] for k, v in data["outputs"].items()}, data["warnings"]
+
+
+def llama_prefill_flop_rate():
+    # prefill FLOP/s = qps x (2 N prompt + causal attention 4 L a d s^2 / 2), written out:
+    matmuls = 2 * PARAMS_70B * 2048 * 50  # 2 x 70.55e9 x 2048 x 50 = 1.44494e16 FLOP/s
+    attention = 4 * 80 * 64 * 128 * 2048**2 / 2 * 50  # 5.4976e12 per request x 50 = 2.7488e14 FLOP/s
+    return matmuls + attention  # 1.472428e16 FLOP/s
+
+
+def test_llama_70b_tp_from_memory_not_ttft(capsys):
+    # TTFT alone: 2.944855e14 FLOPs / (989.4e12 x 0.405) = 0.735 s < 1 s on one card, but one card
+    # cannot hold 141107412992 B of BF16 weights. Memory: (141107412992 + 2304 x 327680) / 72222022566
+    # = 1.964 cards -> 2 (the smallest power of two that fits).
+    got, warnings = fleet_json(LLAMA_70B_H100, capsys)
+    assert (2 * PARAMS_70B + 2304 * 327680) / USABLE_H100 == pytest.approx(1.964, abs=1e-3)
+    assert got["tp_size"] == 2
+    # KV at TP 2: 72222022566 - 70553706496 = 1668316070 B per card / 163840 B per token = 10182 tokens,
+    # / 2304 per request = 4.42 -> 4 requests per replica (the memory side of FX134 allows 256)
+    assert got["decode_batch"] == 4
+    assert all(got[n] > 0 for n in ("decode_batch", "n_instances", "n_instances_total", "n_gpus_required"))
+    # prefill: 1.472428e16 FLOP/s / (989.4e12 x 0.405 = 4.00707e14) = 36.75 cards busy, "about 37 GPUs"
+    assert got["prefill_gpu_load"] == pytest.approx(llama_prefill_flop_rate() / (PEAK_H100 * MFU_H100))
+    assert got["prefill_gpu_load"] == pytest.approx(36.75, abs=0.01)
+    # prefill pool: ceil(36.75 / (2 x 0.7)) = ceil(26.25) = 27 instances x 2 = 54 cards
+    assert got["n_prefill_gpus"] == 54
+    # decode slots: ttft 2.944855e14 / 8.01414e14 = 0.36746 s, tpot (70553706496 + 4 x 2304 x 163840) / 3.35e12
+    # = 0.0215115 s, e2e 0.36746 + 255 x 0.0215115 = 5.8529 s, 292.64 in flight / (4 x 0.7) = 104.5 -> 105 x 2
+    assert got["n_decode_gpus"] == 210
+    # the decode slots bind: 105 instances + 1 spare, 105 x 2 + 2 = 212 cards, and no prefill-binds warning
+    assert got["n_instances"] == 105
+    assert got["n_gpus_required"] == 212
+    assert not [w for w in warnings if "prefill FLOP/s bind" in w]
+
+
+def test_llama_70b_tp8_prefill_binds(capsys):
+    # TP 8: KV (72222022566 - 141107412992 / 8) / 40960 B per token / 2304 = 578.4 -> 578 requests; the
+    # decode step is compute-bound at 578 x 1.41107e11 / (8 x 4.00707e14) = 0.025443 s, e2e about
+    # 0.0919 + 255 x 0.025443 = 6.58 s, 329 in flight: ceil(329 / (578 x 0.7)) = 1 instance, 8 cards.
+    # Prefill: 36.75 cards busy, ceil(36.75 / (8 x 0.7)) = ceil(6.56) = 7 instances, 56 cards: prefill binds.
+    got, warnings = fleet_json([*LLAMA_70B_H100, "--set", "tp_size=8"], capsys)
+    assert got["decode_batch"] == 578
+    assert got["n_decode_gpus"] == 8
+    assert got["n_prefill_gpus"] == 56
+    assert got["n_instances"] == 7
+    assert got["n_gpus_required"] == 7 * 8 + 8  # one spare instance of 8
+    assert any(w.startswith("the prefill FLOP/s bind, not the decode slots") for w in warnings)
+
+
+def test_no_tp_within_one_node_holds_405b_refused(capsys):
+    # Llama-3.1-405B in BF16: 2 x 405853388800 = 811706777600 B (knowledge/models/llama-3.1-405b.yaml);
+    # / 72222022566 B per card = 11.2 -> 16 cards, beyond one 8-GPU node: refused, one line
+    argv = [a if a != "llama-3.1-70b" else "llama-3.1-405b" for a in LLAMA_70B_H100]
+    code, o, e = cli(["calc", "serving-fleet", *argv], capsys)
+    assert code == 2 and o == ""
+    assert e.count("\n") == 1 and "Traceback" not in e
+    assert "--set tp_size: no tensor-parallel group of 1, 2, 4 or 8 GPUs (one 8-GPU NVLink node) holds the weights" in e
+    assert "(tp_size_memory = 16)" in e
+
+
+def test_given_tp_too_small_refused_not_negative(capsys):
+    # tp_size=1: 72222022566 - 141107412992 B < 0 of KV budget; the old answer was decode_batch -92 and
+    # n_gpus_required -3 with exit 0
+    code, o, e = cli(["calc", "serving-fleet", *LLAMA_70B_H100, "--set", "tp_size=1"], capsys)
+    assert code == 2 and o == "" and e.count("\n") == 1
+    assert "--set tp_size: the model does not fit at this tp_size: no KV cache is left after weights and engine overhead" in e
+
+
+def test_unreachable_tpot_refused(capsys):
+    # TP 2 reads 70553706496 B of weights per step: at 3.35 TB/s that is 21.06 ms, so a 10 ms TPOT has no batch
+    argv = [a if a != "tpot_target=50ms" else "tpot_target=10ms" for a in LLAMA_70B_H100]
+    code, o, e = cli(["calc", "serving-fleet", *argv], capsys)
+    assert code == 2 and o == "" and e.count("\n") == 1
+    assert "--set tpot_target: no batch meets the TPOT target within the KV budget" in e
+
+
+def test_surge_factor_below_one_refused(capsys):
+    # a surge factor is the burst over the planned peak: below 1 it is no surge (domain ge_one)
+    code, o, e = cli(["calc", "serving-fleet", *sets(qps=1000, prompt_tokens=2000, avg_output_tokens=300,
+                                                     instance_goodput=5000, surge_factor=0.8)], capsys)
+    assert (code, o, e) == (2, "", "aiinfra: error: --set surge_factor: expected a number >= 1, got 0.8\n")
+
+
+def test_prefix_hit_rate_of_one_refused(capsys):
+    # h = 1 would mean no prompt token is ever prefilled: the domain is [0, 1) (fraction_below_one)
+    code, o, e = cli(["calc", "serving-fleet", *LLAMA_70B_H100, "--set", "prefix_hit_rate=1"], capsys)
+    assert (code, o, e) == (2, "", "aiinfra: error: --set prefix_hit_rate: expected a fraction from 0 up to but not including 1, got 1\n")

@@ -168,3 +168,12 @@ def test_cli_help_and_bad_input(capsys):
     code = main(["calc", "power-tco", "--set", "n_gpus=0"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "--set n_gpus" in err
+
+
+def test_cli_host_overhead_below_one_refused(capsys):
+    # α < 1 would mean servers draw less than their cards (book tco calculator refuses it); the symbol's
+    # domain ge_one refuses it (it used to be only a warning, exit 0)
+    code = main(["calc", "power-tco", "--set", "it_power_model=host_factor", "--set", "n_gpus=8", "--set", "gpu_tdp=700W",
+                 "--set", "host_overhead=0.9", "--set", "capex_per_gpu=200000", "--set", "electricity_price=0.6"])
+    captured = capsys.readouterr()
+    assert (code, captured.out, captured.err) == (2, "", "aiinfra: error: --set host_overhead: expected a number >= 1, got 0.9\n")

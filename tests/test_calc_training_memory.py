@@ -21,6 +21,7 @@ import pytest
 
 from engine.calculators import Calculator, load_records, run
 from engine.cli.main import main
+from engine.errors import InputError
 from engine.paths import shipped_root
 
 GB = 1e9
@@ -152,6 +153,28 @@ def test_22b_total_activations_with_embedding_and_logits(calc, module):
     # fp32 logits 4sbv/t = 4 × 2048 × 4 × 51200 / 8 = 209715200: 10508828672 B.
     r = mem(calc, module, **shape("22B", recompute="selective", sp_degree=8))
     assert out(r, "activation_bytes_per_gpu") == 10267656192 + 6291456 + 25165824 + 209715200 == 10508828672
+
+
+def test_without_vocab_size_the_logits_term_is_left_out_with_a_warning(calc, module):
+    # issue 11: the same 22B case with no vocab_size runs; only the fp32 logits 4sbv/t = 209715200 B
+    # are missing: 10267656192 + 6291456 + 25165824 = 10299113472 B, and a warning says so.
+    cfg = shape("22B", recompute="selective", sp_degree=8)
+    del cfg["vocab_size"]
+    r = mem(calc, module, **cfg)
+    assert out(r, "activation_bytes_per_gpu") == 10267656192 + 6291456 + 25165824 == 10299113472
+    assert warned(r, "left out: the fp32 logits term 4sbV/t (logits_activation_bytes, FX300) needs vocab_size")
+    assert "FX300" not in r.formulas
+    with_vocab = mem(calc, module, **shape("22B", recompute="selective", sp_degree=8))
+    assert not warned(with_vocab, "left out:")
+
+
+def test_without_vocab_size_params_are_still_asked_for(calc, module):
+    # vocab_size is optional only for the logits term: deriving params from the shape still needs it
+    cfg = {k: v for k, v in LLAMA_31_8B.items() if k != "vocab_size"}
+    with pytest.raises(InputError) as err:
+        mem(calc, module, **cfg, seq_len=8192, micro_batch=1)
+    assert str(err.value).startswith("--set params: calc:training-memory needs a value for params (")
+    assert str(err.value).endswith("; or give vocab_size to derive it (FX17)")
 
 
 def test_175b_interleaved_first_stage(calc, module):
@@ -362,7 +385,7 @@ def test_cli_json(capsys):
     data = json.loads(o)
     assert data["calculator"] == "calc:training-memory"
     assert data["outputs"]["model_state_bytes_per_gpu"]["value"] == 35e9  # book ch6: 16 × 70e9 / 32
-    assert data["formulas"] == ["FX100", "FX101", "FX102", "F4", "FX103", "F5", "FX104", "FX105", "F7"]
+    assert data["formulas"] == ["FX100", "FX101", "FX102", "F4", "FX103", "F5", "FX300", "FX104", "FX105", "F7"]  # FX300: the logits term
 
 
 def test_cli_warning_exit_0(capsys):

@@ -55,7 +55,7 @@ def test_qwen3_8b_bytes_per_token_and_one_h100(records, module):
     # 52 GiB / 147456 B = 378652.44 tokens; / 4096 per request = 92.4 -> 92
     assert out(r, "max_kv_tokens") == pytest.approx(52 * GiB / 147456)
     assert out(r, "max_concurrent_requests") == 92
-    assert r.formulas == ["F8", "FX73", "FX72", "F9", "FX71"]
+    assert r.formulas == ["F8", "FX73", "FX72", "F9", "FX71", "FX301", "FX302"]  # FX301/FX302: per-GPU requests and weights
 
 
 def test_vllm_log_llama_31_8b_on_h100(records, module):
@@ -77,7 +77,7 @@ def test_book_chapter_22_sixty_gib_budget(records, module):
         r = kv(records, module, kv_budget_per_gpu="60GiB", kv_bytes_per_token_per_gpu=131072, context_tokens=context)
         assert out(r, "max_kv_tokens") == 60 * GiB / 131072 == 491520
         assert out(r, "max_concurrent_requests") == sessions
-        assert r.formulas == ["F9", "FX71"]
+        assert r.formulas == ["F9", "FX71", "FX301"]  # FX301: requests per GPU (no weights given: no FX302)
 
 
 def test_qwen3_235b_replicates_kv_heads_past_tp(records, module):
@@ -257,7 +257,7 @@ def test_integrity_reports_broken_calculators(knowledge):
     rec["failure_boundaries"].append({"when": "import os", "message": "x"})
     k.calculators["calc:kv-concurrency"] = rec
     messages = [str(p) for p in calculators.problems(k)]
-    assert any("outputs[5]" in m and "not produced" in m for m in messages)
+    assert any("outputs[6]" in m and "not produced" in m for m in messages)  # after the six shipped outputs
     assert any("inputs.not_a_symbol" in m for m in messages)
     assert any("infra:99.9" in m for m in messages)
     assert any("failure_boundaries[2].when" in m for m in messages)

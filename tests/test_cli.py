@@ -67,6 +67,18 @@ BAD = {
     "export into missing folder": ["graph", "export", "--to", "json", "--out", "/nonexistent/dir/graph.json"],
     "zero GPUs": ["formula", "eval", "F2", "--set", "train_flops=6.3e24", "--set", "n_gpus=0", "--set", "peak_flops=1PFLOPS", "--set", "mfu=0.4"],
     "negative spread": [*F2_BASE, "--set", "mfu=0.4±-10%"],
+    # issue 16: write targets, roots and bounds that used to end in exit 70 or a silent default
+    "export into a folder": ["graph", "export", "--to", "json", "--out", str(ROOTS), "--root", str(ROOTS / "good")],
+    "export into /proc": ["graph", "export", "--to", "json", "--out", "/proc/aiinfra-graph.json", "--root", str(ROOTS / "good")],
+    "export to an empty path": ["graph", "export", "--to", "json", "--out", "", "--root", str(ROOTS / "good")],
+    "empty root": ["formula", "list", "--root", ""],
+    "root without knowledge": ["formula", "list", "--root", str(ROOTS)],
+    "check a root without knowledge": ["check", "--root", str(ROOTS)],
+    "solve le 0 for a positive output": ["formula", "solve", "F2", "--for", "mfu", *F2_BASE[3:], "--le", "0"],
+    "serve on port 70000": ["site", "serve", "--no-build", "--port", "70000"],
+    "serve a negative port": ["site", "serve", "--no-build", "--port", "-1"],
+    "site into an empty path": ["site", "build", "--out", ""],
+    "site from an empty root": ["site", "build", "--root", ""],
 }
 
 
@@ -93,6 +105,13 @@ def test_there_are_at_least_30_distinct_bad_invocations():
         ("unknown variant", "aiinfra: error: --set attention: 'xyz' is not one of mha, gqa, mqa, mla"),
         ("symbol given twice", "aiinfra: error: --set layers: is given twice"),
         ("missing root", "aiinfra: error: --root: '/nonexistent/aiinfra-root' is not a folder (expected a folder with formulas/ and knowledge/)"),
+        ("export into a folder", f"aiinfra: error: --out: {str(ROOTS)!r} is a folder (expected a file path)"),
+        ("export into /proc", "aiinfra: error: --out: cannot write '/proc/aiinfra-graph.json' (No such file or directory)"),
+        ("export to an empty path", "aiinfra: error: --out: is empty (expected a file path)"),
+        ("empty root", "aiinfra: error: --root: is empty (expected a folder with formulas/ and knowledge/)"),
+        ("root without knowledge", f"aiinfra: error: --root: {str(ROOTS)!r} holds none of formulas/, knowledge/, decision_trees/ (expected a knowledge root)"),
+        ("solve le 0 for a positive output", "aiinfra: error: --le: train_time is positive for every input in its domain, so no value of mfu gives train_time <= 0 s (expected a bound above 0)"),
+        ("serve on port 70000", "aiinfra: error: --port: expected a port from 1 to 65535 (or 0 for any free port), got 70000"),
     ],
 )
 def test_bad_input_messages_name_the_field(name, message, capsys):
@@ -227,6 +246,23 @@ def test_graph_export_writes_the_file_atomically(tmp_path, capsys):
     assert code == 0 and out.lstrip().startswith("<?xml")
 
 
+@pytest.mark.parametrize("failing", ["mkstemp", "replace"])
+def test_a_write_that_fails_is_one_line_and_leaves_no_temporary(failing, tmp_path, monkeypatch, capsys):
+    # a read-only folder, simulated: the tests may run as root, who can write anywhere
+    import os
+    import tempfile
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(*((tempfile, "mkstemp") if failing == "mkstemp" else (os, "replace")), refuse)
+    target = tmp_path / "g.json"
+    code, out, err = run(["graph", "export", "--to", "json", "--out", str(target), "--root", str(ROOTS / "good")], capsys)
+    assert (code, out) == (2, "")
+    assert err == f"aiinfra: error: --out: cannot write {str(target)!r} (Permission denied)\n"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_graph_stats_counts_the_fixture(capsys):
     code, out, _ = run(["graph", "stats", "--format", "json", "--root", str(ROOTS / "good")], capsys)
     data = json.loads(out)
@@ -235,3 +271,83 @@ def test_graph_stats_counts_the_fixture(capsys):
     assert data["nodes_by_kind"]["section"] == 3
     assert data["nodes_by_kind"]["formula"] == 1
     assert data["edges_by_rel"]["step"] == 3
+
+
+# ----------------------------------------------------------------------------- issue 11: typos, case, help
+
+def test_help_lists_calc(capsys):
+    code, out, _ = run(["--help"], capsys)
+    assert code == 0
+    assert "    calc                calculators declared as data (knowledge/calculators/)" in out.splitlines()
+
+
+def test_an_unknown_verb_names_calc_and_the_closest_verb(capsys):
+    code, _, err = run(["clac", "list"], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("aiinfra: error: argument COMMAND: invalid choice: 'clac' (did you mean calc? choose from 'check', 'formula', ")
+    assert err.endswith(", 'calc') (see aiinfra --help)\n")
+    _, _, err = run(["frobnicate"], capsys)  # nothing close: no guess
+    assert err.startswith("aiinfra: error: argument COMMAND: invalid choice: 'frobnicate' (choose from 'check', ") and "'calc'" in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["formula", "evl", "F8"], "aiinfra formula: error: argument ACTION: invalid choice: 'evl' (did you mean eval? choose from 'list', 'show', 'eval', 'solve') (see aiinfra formula --help)"),
+    (["--format", "jsn", "formula", "list"], "aiinfra: error: argument --format: invalid choice: 'jsn' (did you mean json? choose from 'text', 'json', 'md', 'csv') (see aiinfra --help)"),
+    # the fast paths (formula eval, calc NAME, forward) hand an unknown option to the full parser, which names it
+    ([*F8_QWEN3_8B, "--sett", "layers=1"], "aiinfra formula eval: error: unrecognized option --sett (did you mean --set?) (see aiinfra formula eval --help)"),
+    (["formula", "eval", "F8", "--sett=layers=1"], "aiinfra formula eval: error: unrecognized option --sett (did you mean --set?) (see aiinfra formula eval --help)"),
+    (["calc", "kv-concurrency", "--modle", "qwen3-8b"], "aiinfra calc kv-concurrency: error: unrecognized option --modle (did you mean --model?) (see aiinfra calc kv-concurrency --help)"),
+    # a typo is why a required option is "missing": the typo is named, not the missing option
+    (["forward", "--model", "qwen3-8b", "--tokns", "1"], "aiinfra forward: error: unrecognized option --tokns (did you mean --tokens?) (see aiinfra forward --help)"),
+    (["--frmat", "json", "formula", "list"], "aiinfra: error: unrecognized option --frmat (did you mean --format?) (see aiinfra --help)"),
+    (["formula", "list", "--xyzzy"], "aiinfra formula list: error: unrecognized option --xyzzy (see aiinfra formula list --help)"),
+])
+def test_misspelled_verbs_and_options_get_a_suggestion(argv, message, capsys):
+    code, out, err = run(argv, capsys)
+    assert (code, out) == (2, "")
+    assert err == message + "\n"
+
+
+@pytest.mark.parametrize("argv, start", [
+    (["calc", "kv-concurency"], "aiinfra: error: CALCULATOR: no calculator 'kv-concurency' (did you mean kv-concurrency? known: checkpoint-window, "),
+    (["calc", "kv-concurency", "--sweep", "context_tokens=1..2"], "aiinfra calc: error: argument CALCULATOR: invalid choice: 'kv-concurency' (did you mean kv-concurrency? choose from 'list', "),
+    (["model", "show", "qwen3-8"], "aiinfra: error: ID: no model 'qwen3-8' (did you mean qwen3-8b or qwen3-32b or qwen3-30b-a3b? known: "),
+    (["forward", "--model", "qwen3-8", "--tokens", "1"], "aiinfra: error: --model: no model 'qwen3-8' (did you mean qwen3-8b or qwen3-32b or qwen3-30b-a3b? known: "),
+    (["tree", "walk", "pd-disagregation", "--set", "latency_slo=offline"], "aiinfra: error: ID: 'pd-disagregation' is not a decision tree (did you mean pd-disaggregation? known: "),
+    (["formula", "show", "FX1000"], "aiinfra: error: ID: no formula FX1000 (did you mean FX100 or "),
+    (["formula", "eval", "FX1000"], "aiinfra: error: ID: no formula 'FX1000' (did you mean FX100 or "),
+])
+def test_misspelled_ids_get_a_suggestion(argv, start, capsys):
+    code, _, err = run(argv, capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(start), err
+
+
+@pytest.mark.parametrize("argv, start", [
+    (["formula", "show", "f8"], "F8 · KV cache bytes per token"),
+    (["formula", "eval", "f8", *F8_QWEN3_8B[3:]], "F8 · KV cache bytes per token"),
+    (["model", "show", "Qwen3-8B"], "model:qwen3-8b · Qwen3-8B"),
+    (["path", "show", "Inference-Service"], "path:inference-service"),
+    (["calc", "KV-Concurrency", "--set", "layers=36", "--set", "kv_heads=8", "--set", "head_dim=128", "--set", "kv_bytes=2",
+      "--set", "gpu_memory_total=80GiB", "--set", "weight_bytes=16GiB", "--set", "engine_overhead_bytes=4GiB", "--set", "context_tokens=4096"],
+     "calc:kv-concurrency · "),
+])
+def test_ids_are_case_insensitive(argv, start, capsys):
+    code, out, err = run(argv, capsys)
+    assert (code, err) == (0, ""), err
+    assert out.startswith(start), out[:200]
+
+
+def test_calculator_names_are_case_insensitive_on_the_full_parser_too(capsys):
+    # --sweep is not on the fast path: the argparse subcommand choice must take the name in any case
+    code, out, err = run(["calc", "KV-Concurrency", "--set", "layers=36", "--set", "kv_heads=8", "--set", "head_dim=128", "--set", "kv_bytes=2",
+                          "--set", "gpu_memory_total=80GiB", "--set", "weight_bytes=16GiB", "--set", "engine_overhead_bytes=4GiB",
+                          "--sweep", "context_tokens=4096..8192", "--points", "2"], capsys)
+    assert (code, err) == (0, ""), err
+    assert out.startswith("context_tokens [tokens/requests],")
+
+
+def test_tree_ids_are_case_insensitive(capsys):
+    code, out, err = run(["tree", "walk", "PD-Disaggregation", "--set", "latency_slo=offline", "--format", "json"], capsys)
+    assert (code, err) == (0, ""), err
+    assert json.loads(out)["leaf"]["id"] == "colocate-throughput"  # offline needs no numbers (tests/test_trees.py)

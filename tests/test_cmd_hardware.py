@@ -70,7 +70,7 @@ def test_show_text_lists_every_peak_with_its_source(capsys, hw):
     code, out, _ = run([*hw, "hardware", "show", "h100-sxm"], capsys)
     assert code == 0
     assert out.startswith("hw:h100-sxm · NVIDIA H100 SXM5 80GB (NVIDIA, SXM5 module)")
-    assert "Memory: 80GB HBM3 (8e10 B = 74.51 GiB = 80 GB), bandwidth 3.35TB/s" in out
+    assert "Memory: 80GB HBM3 nominal (8e10 B = 74.51 GiB = 80 GB), bandwidth 3.35TB/s" in out
     assert "Interconnect: NVLink 4: 450GB/s per direction, 900GB/s both directions (18 links)" in out
     peaks = [line for line in out.splitlines() if line.startswith(("bf16 ", "int8 "))]
     assert [line.split()[:5] for line in peaks] == [
@@ -106,7 +106,8 @@ def test_show_csv_and_md(capsys, hw):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["hardware", "show", "h800"], "aiinfra: error: ID: no device 'h800' (known: a100-pcie-80gb,"),
+    (["hardware", "show", "h800"], "aiinfra: error: ID: no device 'h800' (did you mean h200? known: a100-pcie-80gb,"),
+    (["hardware", "show", "h100-sx"], "aiinfra: error: ID: no device 'h100-sx' (did you mean h100-sxm or h100-nvl or h100-pcie? known: a100-pcie-80gb,"),
     (["hardware", "show", "Not An Id"], "aiinfra: error: ID: 'Not An Id' is not a hw id (expected hw:name)"),
     (["--root", "/nonexistent/aiinfra-root", "hardware", "list"], "aiinfra: error: --root: '/nonexistent/aiinfra-root' is not a folder"),
 ])
@@ -117,5 +118,48 @@ def test_bad_input(capsys, hw, argv, message):
 
 
 def test_a_root_without_hardware_lists_nothing(tmp_path, capsys):
+    (tmp_path / "knowledge").mkdir()  # a root (a folder with no knowledge folder at all is bad input: tests/test_cli.py)
     code, out, _ = run(["--root", str(tmp_path), "hardware", "list", "--format", "json"], capsys)
     assert (code, json.loads(out)) == (0, [])
+
+
+def test_show_prints_the_driver_reported_memory_beside_the_nominal(capsys, hw):
+    # knowledge/hardware/h100-sxm.yaml: driver_total 79.18GiB (vLLM start-up log); 79.18 x 2^30 = 85,018,877,624 B = 85.02 GB
+    code, out, _ = run([*hw, "hardware", "show", "h100-sxm"], capsys)
+    lines = out.splitlines()
+    memory = next(i for i, line in enumerate(lines) if line.startswith("Memory: "))
+    assert code == 0 and lines[memory + 1].startswith("Usable (driver-reported): 79.18GiB (8.502e10 B = 79.18 GiB = 85.02 GB), what serving engines budget from [vLLM start-up logs")
+    _, out, _ = run([*hw, "hardware", "show", "h100-sxm", "--format", "json"], capsys)
+    assert json.loads(out)["parsed"]["driver_total_bytes"] == pytest.approx(79.18 * 2**30)
+
+
+def test_show_without_a_recorded_driver_total_prints_none(capsys, hw):
+    _, out, _ = run([*hw, "hardware", "show", "mi300x"], capsys)
+    assert "Memory: 192GB HBM3 nominal" in out and "driver-reported" not in out
+    _, out, _ = run([*hw, "hardware", "show", "mi300x", "--format", "json"], capsys)
+    assert json.loads(out)["parsed"]["driver_total_bytes"] is None
+
+
+def test_help_explains_the_three_memory_figures(capsys, hw):
+    code, out, _ = run(["hardware", "show", "--help"], capsys)
+    text = " ".join(out.split())
+    assert code == 0
+    assert "Three memory figures. Nominal: the vendor's capacity as the datasheet prints it (H100 SXM: 80GB)" in text
+    assert "GiB: the same bytes in binary units (8e10 B = 74.51 GiB)" in text  # 8e10 / 2^30 = 74.506
+    assert "usable: the total the driver reports (torch.cuda.mem_get_info, nvidia-smi)" in text  # "Driver-reported" may wrap at the hyphen
+
+
+@pytest.mark.parametrize("typed", ["H100-SXM", "HW:H100-SXM", " h100-sxm "])
+def test_device_ids_are_case_insensitive(capsys, hw, typed):
+    code, out, err = run([*hw, "hardware", "show", typed], capsys)
+    assert (code, err) == (0, "") and out.startswith("hw:h100-sxm · NVIDIA H100 SXM5 80GB")
+
+
+def test_the_site_hardware_page_explains_the_memory_figures(hw):
+    from engine.hardware import MEMORY_FIGURES
+    from engine.site.context import SiteData
+    from engine.site.knowledge_pages import hardware_table
+
+    text = hardware_table(SiteData.load(hw[1])).text
+    assert f"\n\n{MEMORY_FIGURES}\n\n" in text  # the same paragraph as `hardware show --help`, written once
+    assert "| NVIDIA | 80GB HBM3 (driver-reported 79.18GiB) | 3.35TB/s |" in text  # h100-sxm.yaml: capacity 80GB, driver_total 79.18GiB

@@ -214,3 +214,73 @@ def test_walk_with_model_and_device_presets(capsys):
     data = json.loads(out)
     text = json.dumps(data)
     assert "147456" in text and "model:qwen3-8b" in text and "hw:h100-sxm" in text
+
+
+def test_walk_refuses_a_billion_laughs_answers_file_quickly(tmp_path, capsys):
+    import time
+
+    # ten levels of nine aliases: 9**10 = 3,486,784,401 values once expanded
+    lines = ['a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 11)]
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    start = time.perf_counter()
+    code, out, err = run(["tree", "walk", "checkpoint-strategy", "--answers", str(answers)], capsys)
+    assert time.perf_counter() - start < 5.0
+    assert (code, out) == (2, "")
+    assert err == (f"aiinfra: error: --answers: {answers}: expands to more than 500,000 nodes through its aliases "
+                   "(&anchor / *alias), the most read from one file\n")
+
+
+def _pty_walk(argv: list[str], answers: dict[str, str], limit: float = 240.0) -> tuple[int, str]:
+    """Run ``aiinfra ARGV`` on a pseudo-terminal; answer each ``  NAME = `` prompt from ANSWERS (Enter otherwise)."""
+    import os
+    import pty
+    import select
+    import sys
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the real CLI, stdin and stderr on the terminal
+        os.execv(sys.executable, [sys.executable, "-c", "import sys; from engine.cli.main import main; sys.exit(main(sys.argv[1:]))", *argv])
+    out, asked, end = b"", {}, time.time() + limit
+    while time.time() < end:
+        if not select.select([fd], [], [], 5)[0]:
+            continue
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+        m = re.search(rb"  (\w+) = $", out)
+        if m:
+            name = m.group(1).decode()
+            asked[name] = asked.get(name, 0) + 1
+            assert asked[name] <= 2, f"asked for {name} again and again:\n{out.decode(errors='replace')}"
+            out += b"\n"
+            os.write(fd, (answers.get(name, "") + "\r").encode())
+    else:
+        os.kill(pid, 9)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), out.decode(errors="replace")
+
+
+def test_walk_on_a_pty_keeps_typed_answers_through_ranged_presets():
+    """Issue 11: the typed answers were dropped when the walk re-ran at the corners of a ranged input.
+
+    --device h100-sxm gives mfu as a measured band, so the walk is re-run at its corners; those
+    re-runs lost every prompted answer and failed with 'needs a value for latency_slo', exit 2.
+    Hand arithmetic for the leaf (Qwen3-8B, 8.19e9 parameters per its model card; H100 SXM BF16
+    dense 989 TFLOP/s): prefill of 8192 tokens = 2 * 8.19e9 * 8192 / (989e12 * mfu) = 0.30 s at
+    mfu 0.45 and 0.39 s at 0.35, above the 50 ms TPOT SLO -> scale; 64 GPUs >= 32 -> transfer;
+    KV 8192 * 147456 B (F8: 2*36*8*128*2) / 50e9 B/s = 0.024 s <= 0.30 s -> disaggregate at every corner.
+    """
+    answers = {"latency_slo": "interactive", "tpot_slo": "50ms", "prompt_tokens": "8192", "serving_gpus": "64",
+               "kv_link_bandwidth": "50GB/s", "batch_size": "32", "context_tokens": "8192", "kv_bytes": "2"}
+    code, out = _pty_walk(["tree", "walk", "pd-disaggregation", "--model", "qwen3-8b", "--device", "h100-sxm"], answers)
+    assert code == 0, out
+    assert "latency_slo = interactive -> stall" in out
+    assert "Recommendation (disaggregate)" in out
+    assert "needs a value" not in out

@@ -158,10 +158,11 @@ def test_uneven_chunks_are_warned_about(module):
     assert r.warnings == ["M/P = 3.33333e+08 B is not a whole number of bytes; libraries split such buffers unevenly, which this model averages"]
 
 
-def test_single_rank_moves_nothing(module):
-    r = C.run(setup(ranks=1), module)
-    assert r.rounds == [] and value(r, "network_bytes") == 0 and value(r, "collective_time") == 0
-    assert "alg_bandwidth" not in r.outputs and r.crossover is None
+def test_single_rank_is_refused(module):
+    # one rank is no collective: FX50's busbw factor (P − 1)/P and FX51's 2(P − 1) steps are 0
+    with pytest.raises(InputError) as exc:
+        C.run(setup(ranks=1), module)
+    assert str(exc.value) == "--ranks: expected a whole number from 2 to 512, got 1 (a collective needs at least 2 ranks; schedules list every transfer, so for larger groups evaluate FX1 and FX50 with `aiinfra formula eval`)"
 
 
 def test_without_bandwidth_there_are_no_times(module):
@@ -337,8 +338,8 @@ def test_diagonal_entries_are_local_traffic(module):
         (dict(algorithm="ring", op="alltoall"), "--op: alltoall is not a ring collective (every rank needs a different block from every other); use `aiinfra collective all-to-all --op alltoall`"),
         (dict(algorithm="tree", op="allgather"), "--op: tree runs allreduce only (reduce to rank 0, then broadcast); use `aiinfra collective ring --op allgather`"),
         (dict(algorithm="all-to-all", op="allreduce"), "--op: all-to-all runs --op alltoall only; use `aiinfra collective ring --op allreduce`"),
-        (dict(ranks=0), "--ranks: expected a whole number from 1 to 512, got 0 (schedules list every transfer; for larger groups evaluate FX1 and FX50 with `aiinfra formula eval`)"),
-        (dict(ranks=513), "--ranks: expected a whole number from 1 to 512, got 513 (schedules list every transfer; for larger groups evaluate FX1 and FX50 with `aiinfra formula eval`)"),
+        (dict(ranks=0), "--ranks: expected a whole number from 2 to 512, got 0 (a collective needs at least 2 ranks; schedules list every transfer, so for larger groups evaluate FX1 and FX50 with `aiinfra formula eval`)"),
+        (dict(ranks=513), "--ranks: expected a whole number from 2 to 512, got 513 (a collective needs at least 2 ranks; schedules list every transfer, so for larger groups evaluate FX1 and FX50 with `aiinfra formula eval`)"),
         (dict(msg_bytes=-1.0), "--bytes: expected a number >= 0, got -1"),
         (dict(latency=-1e-6), "--latency: expected a number >= 0, got -1e-06"),
         (dict(bandwidth=0.0), "--bandwidth: expected a bandwidth > 0, got 0 B/s"),

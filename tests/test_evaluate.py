@@ -100,6 +100,17 @@ RAW = [
     raw_formula("F911", ("half_power", "1"), {"w": sym("a real number", "1", "real")}, "w ** 0.5"),
     # padding waste: tokens added to round n up to a multiple of 4 (a sawtooth in n)
     raw_formula("F912", ("padding", "tokens"), {"n": sym("sequence length", "tokens")}, "ceiling(n / 4) * 4 - n"),
+    # money: the records write USD; a price given in CNY makes the result CNY (nothing converted)
+    raw_formula("F913", ("bill", "USD"), {"e": sym("energy", "kWh"), "price": sym("price", "USD/kWh")}, "e * price"),
+    raw_formula("F915", ("total", "USD"), {"c1": sym("capex", "USD"), "c2": sym("opex", "USD")}, "c1 + c2"),
+    # the half-open and lower-bounded domains
+    raw_formula(
+        "F914", ("mixed", "1"),
+        {"h": sym("hit rate", "1", "fraction_below_one"),
+         "a": sym("overhead factor", "1", "ge_one"),
+         "p": sym("ranks", "1", "ge_two_integer")},
+        "a * p * (1 - h)",
+    ),
 ]
 
 
@@ -374,3 +385,36 @@ def test_sawtooth_formula_range_is_not_collapsed(module):
     assert out.low == 0.0
     assert out.high >= 3.0
     assert math.isfinite(out.high)
+
+
+# ------------------------------------------------------------------------------ money and the new domains
+
+
+def test_money_formula_carries_the_currency_of_its_price(module):
+    # 1000 kWh x 0.6 CNY/kWh = 600 CNY; the label follows the price, the number is not converted
+    r = run(module, "F913", e=1000, price="0.6CNY/kWh")
+    assert only_output(r).value == pytest.approx(600)
+    assert only_output(r).unit == "CNY"
+    assert r.inputs["price"].unit == "CNY/kWh"
+    assert r.assumptions[0] == "Money is in CNY, the currency of the price inputs; nothing is converted (the formula records write money as USD)."
+    plain = run(module, "F913", e=1000, price=0.6)  # a bare number is in the declared USD/kWh
+    assert only_output(plain).unit == "USD"
+
+
+def test_money_in_two_currencies_is_refused(module):
+    assert input_error(module, "F915", c1="100USD", c2="50CNY") == (
+        "--set c2: is in CNY but c1 is in USD; give every price in one currency (nothing is converted)")
+
+
+@pytest.mark.parametrize("given, message", [
+    (dict(h=1, a=1, p=2), "--set h: expected a fraction from 0 up to but not including 1, got 1"),
+    (dict(h=0, a=0.9, p=2), "--set a: expected a number >= 1, got 0.9"),
+    (dict(h=0, a=1, p=1), "--set p: expected a whole number >= 2, got 1"),
+])
+def test_half_open_and_lower_bounded_domains(module, given, message):
+    assert input_error(module, "F914", **given) == message
+
+
+def test_domain_edges_that_are_inside(module):
+    # h = 0, a = 1, p = 2 are in their domains: 1 x 2 x (1 - 0) = 2
+    assert only_output(run(module, "F914", h=0, a=1, p=2)).value == 2

@@ -293,7 +293,7 @@ def test_to_json():
         "closed_form": ["mfu = train_flops/(n_gpus*peak_flops*train_time)"],
         "closed_form_latex": sol.closed_form_latex,
         "values": [], "interval": "[0.5, 1]",  # 1000 / mfu <= 2000 within (0, 1]
-        "inputs": {"train_flops": 8e18, "n_gpus": 8.0, "peak_flops": 1e15}, "notes": [],
+        "inputs": {"train_flops": 8e18, "n_gpus": 8.0, "peak_flops": 1e15}, "notes": [], "method": "closed_form",
     }
 
 
@@ -311,3 +311,55 @@ def test_no_closed_form_is_a_note_not_an_exception():
     sol = solve(CEILING, "x", {"d": "2"}, "eq", "3")
     assert sol.closed_form == []
     assert "no closed form for x was found" in sol.notes
+
+
+def test_no_closed_form_falls_back_to_a_numeric_root_quickly():
+    # ceiling(x / 2) = 3 holds for x in (4, 6]; bisection lands on a value inside it
+    import time
+
+    start = time.monotonic()
+    sol = solve(CEILING, "x", {"d": "2"}, "eq", "3")
+    assert time.monotonic() - start < 5
+    assert sol.method == "numeric" and sol.to_json()["method"] == "numeric"
+    assert len(sol.values) == 1 and 4 < sol.values[0] <= 6 + 1e-9
+    assert any(n.startswith("numeric: SymPy has no closed form, so the value was found by bisection") for n in sol.notes)
+
+
+def test_a_numeric_root_that_a_step_jumps_over_is_said():
+    # ceiling(x / 2) takes whole values only: 3.5 is stepped over at x = 6 (3 up to 6, 4 above)
+    sol = solve(CEILING, "x", {"d": "2"}, "eq", "3.5")
+    assert sol.values == [] and sol.method == "numeric"
+    assert "numeric: FX9's output steps over 3.5 at x ≈ 6 without equalling it" in sol.notes
+
+
+@pytest.mark.parametrize("relation, interval", [("le", "(0, 6]"), ("ge", "[4, inf)")])
+def test_no_closed_form_inequality_gives_a_numeric_interval(relation, interval):
+    # ceiling(x / 2) <= 3 for 0 < x <= 6; >= 3 for x > 4 (the boundary 4 itself is shown closed: bisection cannot tell)
+    sol = solve(CEILING, "x", {"d": "2"}, relation, "3")
+    assert sol.interval == interval and sol.method == "numeric"
+
+
+def test_numeric_fallback_on_the_shipped_fx71(capsys):
+    # FX71: floor(393216 / (ceiling(c / 16) * 16)) = 174 for 2240 < c <= 2256 (ceil(c/16)·16 = 2256, 393216 / 2256 = 174.3)
+    from engine.cli.main import main
+
+    assert main(["formula", "solve", "FX71", "--for", "context_tokens", "--set", "max_kv_tokens=393216", "--eq", "174", "--format", "json"]) == 0
+    import json
+
+    data = json.loads(capsys.readouterr().out)
+    assert data["method"] == "numeric" and len(data["values"]) == 1 and 2240 < data["values"][0] <= 2256
+
+
+# ------------------------------------------------------------------ bounds no input can reach
+
+@pytest.mark.parametrize("relation, bound, shown", [("le", "0", "<= 0 s"), ("le", "-1h", "<= -3600 s"), ("eq", "0", "= 0 s")])
+def test_a_bound_the_positive_output_cannot_reach_is_bad_input(relation, bound, shown):
+    # train_flops / (n_gpus * peak_flops * mfu) with every input positive is positive: never <= 0 (-1 h = -3600 s)
+    with pytest.raises(InputError) as err:
+        solve(F2, "mfu", RUN, relation, bound)
+    assert str(err.value) == f"--{relation}: train_time is positive for every input in its domain, so no value of mfu gives train_time {shown} (expected a bound above 0)"
+
+
+def test_ge_zero_on_a_positive_output_is_still_solved():
+    # 1000 / mfu >= 0 holds for every mfu in (0, 1]
+    assert solve(F2, "mfu", RUN, "ge", "0").interval == "(0, 1]"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from engine import compiled
 from engine.cli.common import emit, parse_sets, publish, root_of, scan_options
 from engine.cli.render import table, to_json
@@ -54,42 +56,60 @@ def fast_args(argv: list[str]):
 
 def run(args) -> int:
     from engine.calculators import Calculator, cached_records
-    from engine.calculators import run as run_calc
 
     root = root_of(args)
     records = cached_records(root)
-    key = f"calc:{args.action}"
+    key = f"calc:{args.action.strip().lower()}"
     if key not in records:
-        known = ", ".join(sorted(r.split(":", 1)[1] for r in records)) or "none"
-        raise InputError("CALCULATOR", f"no calculator {args.action!r} (known: {known})")
+        from engine.suggest import known
+
+        names = sorted(r.split(":", 1)[1] for r in records)
+        raise InputError("CALCULATOR", f"no calculator {args.action!r} ({known(key.split(':', 1)[1], names)})")
     calc = Calculator.from_record(records[key])
     sets = parse_sets(args.sets)
-    presets = None
-    if getattr(args, "model", None) or getattr(args, "device", None):
-        from engine import presets as preset_mod
+    from engine import presets as preset_mod
 
-        presets = preset_mod.cached(root, args.model, args.device, args.precision)
+    presets = preset_mod.precision_values(args.precision)  # kv_bytes follows --precision unless given
+    if getattr(args, "model", None) or getattr(args, "device", None):
+        presets.update(preset_mod.cached(root, args.model, args.device, args.precision))
     sweep_spec = getattr(args, "sweep", None)
-    if getattr(args, "plot", None) and not sweep_spec:
+    plot = getattr(args, "plot", None)
+    if plot is not None and not sweep_spec:
         raise InputError("--plot", "draws a sweep; give --sweep NAME=LO..HI as well")
     if sweep_spec:
+        if plot is not None:
+            _plot_target(plot)  # a path that cannot be right is refused before any output
         name, low, high = _sweep_range(sweep_spec, calc, root)
         if name in sets:
             raise InputError("--sweep", f"{name} is also given with --set; give it once")
         sets[name] = repr(low)
-        result = run_calc(calc, compiled.load(root), sets, presets)
+        result = _run(calc, root, sets, presets)
         from engine.calculators import sweep
 
         xs, ys = sweep(result, name, low, high, args.points, args.log)
         units = {n: v.unit for n, v in result.outputs.items()}
         x_unit = result.inputs[name].unit
-        if args.plot:
-            _plot(args.plot, name, x_unit, xs, ys, units, args.log, result)
-        emit(_sweep_csv(name, x_unit, xs, ys, units))
+        emit(_sweep_output(args.format, result.calculator, name, x_unit, xs, ys, units))
+        if plot is not None:  # after the CSV, so a plot that fails to draw or write loses no numbers
+            sys.stdout.flush()
+            _plot(plot, name, x_unit, xs, ys, units, args.log, result)
         return 0
-    result = run_calc(calc, compiled.load(root), sets, presets)
+    result = _run(calc, root, sets, presets)
     emit(render(result, args.format, explain=getattr(args, "explain", False)))
     return 0
+
+
+def _run(calc, root, sets: dict, presets):
+    """engine.calculators.run; a failure boundary that does not parse names its file:line."""
+    from engine.calculators import Graph, condition_error
+    from engine.calculators import run as run_calc
+    from engine.errors import ExprError
+
+    module = compiled.load(root)
+    try:
+        return run_calc(calc, module, sets, presets)
+    except ExprError as exc:
+        raise condition_error(root, calc, Graph(module), exc) from None
 
 
 def _sweep_range(text: str, calc, root) -> tuple[str, float, float]:
@@ -116,14 +136,37 @@ def _sweep_range(text: str, calc, root) -> tuple[str, float, float]:
     return name, q.low, q.high
 
 
+def _sweep_output(fmt: str, calculator: str, name: str, x_unit: str, xs, ys: dict, units: dict) -> str:
+    """A sweep as CSV (text and csv), a Markdown table (md) or JSON (json): never CSV when JSON was asked for."""
+    if fmt == "json":
+        return to_json(_sweep_json(calculator, name, x_unit, xs, ys, units))
+    if fmt == "md":
+        heads = [_sweep_head(name, x_unit)] + [_sweep_head(n, units[n]) for n in ys]
+        rows = [dict(zip(heads, [f"{x:.10g}"] + [f"{ys[n][i]:.10g}" for n in ys], strict=True)) for i, x in enumerate(xs)]
+        return table(rows, [(h, h) for h in heads], "md")
+    return _sweep_csv(name, x_unit, xs, ys, units)
+
+
+def _sweep_json(calculator: str, name: str, x_unit: str, xs, ys: dict, units: dict) -> dict:
+    """``{"calculator", "x": {"name", "unit", "values"}, "outputs": {name: {"unit", "values"}}}``; NaN becomes null."""
+    import math
+
+    values = lambda seq: [float(v) if math.isfinite(v) else None for v in seq]  # noqa: E731
+    return {"calculator": calculator, "x": {"name": name, "unit": x_unit, "values": values(xs)},
+            "outputs": {n: {"unit": units[n], "values": values(ys[n])} for n in ys}}
+
+
+def _sweep_head(name: str, unit: str) -> str:
+    return f"{name} [{unit}]" if unit not in ("", "1") else name
+
+
 def _sweep_csv(name: str, x_unit: str, xs, ys: dict, units: dict) -> str:
     import csv
     import io
 
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    head = lambda n, u: f"{n} [{u}]" if u not in ("", "1") else n  # noqa: E731
-    w.writerow([head(name, x_unit)] + [head(n, units[n]) for n in ys])
+    w.writerow([_sweep_head(name, x_unit)] + [_sweep_head(n, units[n]) for n in ys])
     for i, x in enumerate(xs):
         w.writerow([f"{x:.10g}"] + [f"{ys[n][i]:.10g}" for n in ys])
     return buf.getvalue()
@@ -133,9 +176,10 @@ def _plot(path: str, name: str, x_unit: str, xs, ys: dict, units: dict, log: boo
     """One panel per output over the swept input, written atomically (matplotlib imported only here)."""
     import os
     import tempfile
-    from pathlib import Path
 
     import numpy as np
+
+    from engine.cli.common import write_error
 
     try:
         import matplotlib
@@ -143,13 +187,8 @@ def _plot(path: str, name: str, x_unit: str, xs, ys: dict, units: dict, log: boo
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise InputError("--plot", "needs matplotlib (pip install 'aiinfra[plot]' or pip install matplotlib)") from None
-    target = Path(path)
-    suffix = target.suffix.lower().lstrip(".")
-    if suffix not in ("svg", "png", "pdf"):
-        raise InputError("--plot", f"{path!r} should end in .svg, .png or .pdf")
-    if not (target.parent if str(target.parent) else Path(".")).is_dir():
-        raise InputError("--plot", f"the folder {str(target.parent)!r} does not exist")
+        raise InputError("--plot", "needs matplotlib (pip install 'aiinfra[plot]' or pip install matplotlib); the CSV above is complete") from None
+    folder, suffix = _plot_target(path)
     names = [n for n in ys if np.nanmax(ys[n]) != np.nanmin(ys[n])] or list(ys)  # constant outputs stay in the CSV only
     fig, axes = plt.subplots(len(names), 1, sharex=True, figsize=(7, 2.2 * len(names) + 0.8), squeeze=False)
     for ax, n in zip(axes[:, 0], names, strict=True):
@@ -161,15 +200,31 @@ def _plot(path: str, name: str, x_unit: str, xs, ys: dict, units: dict, log: boo
     axes[-1, 0].set_xlabel(f"{name} [{x_unit}]" if x_unit not in ("", "1") else name)
     fig.suptitle(f"{result.calculator}: {result.title}", fontsize=10)
     fig.tight_layout()
-    fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=f".{target.name}.", suffix=f".{suffix}")
-    os.close(fd)
+    tmp = ""
     try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=f".{suffix}")
+        os.close(fd)
         fig.savefig(tmp, format=suffix)
-        publish(tmp, target)
+        publish(tmp, path)
+    except OSError as exc:
+        raise write_error("--plot", path, exc) from None
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
+        if tmp and os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _plot_target(path: str) -> tuple[str, str]:
+    """The folder and format of a ``--plot`` path (svg, png or pdf), checked without writing."""
+    import os
+
+    from engine.cli.common import writable_target
+
+    folder = writable_target(path, "--plot")
+    suffix = os.path.splitext(path)[1].lower().lstrip(".")
+    if suffix not in ("svg", "png", "pdf"):
+        raise InputError("--plot", f"{path!r} should end in .svg, .png or .pdf")
+    return folder, suffix
 
 
 def help_text(record: dict, module) -> str:
@@ -189,7 +244,11 @@ def help_text(record: dict, module) -> str:
             source = sym["default_source"]
         lines.append(f"  {name} [{unit}]" + (f" default {default}" if default is not None else " (required unless derivable)"))
         lines.append(f"      {spec.get('description') or sym['desc']}" + (f" (default from: {source})" if default is not None else ""))
-    lines.append("outputs: " + ", ".join(calc.outputs))
+    lines.append("outputs (a capacity figure says whether it is per GPU, per replica or for the whole fleet):")
+    for name in list(calc.outputs) + [n for n in calc.optional_outputs if n not in calc.outputs]:
+        sym = graph.formulas[graph.producer[name]]["output"] if name in graph.producer else {"unit": "?", "desc": ""}
+        optional = " (optional: when its inputs are given)" if name not in calc.outputs else ""
+        lines.append(f"  {name} [{sym['unit']}]{optional}: {sym['desc']}")
     lines.append("Any intermediate symbol of the chain may be given with --set; the chain then stops there.")
     return "\n".join(lines)
 

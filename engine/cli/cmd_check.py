@@ -20,9 +20,12 @@ def _report_repaired_cache() -> None:
 def run(args) -> int:
     from engine import integrity
     from engine.knowledge import Knowledge
+    from engine.progress import note
     from engine.trees import tree_files
 
+    note("loading the knowledge root...")
     knowledge = Knowledge.load(root_of(args), strict=False)
+    note("checking references, units, worked examples and trees...")
     problems = integrity.check(knowledge)
     _report_repaired_cache()
     counts = {

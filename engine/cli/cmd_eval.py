@@ -23,8 +23,10 @@ def formula_id(text: str, table_: dict) -> str:
     """``f8`` and ``F8`` name F8; anything not in the compiled table is an InputError."""
     fid = text.strip().upper()
     if fid not in table_:
-        known = ", ".join(sorted(table_, key=lambda f: (f.startswith("FX"), int(f.lstrip("FX")))))
-        raise InputError("ID", f"no formula {text!r} (known: {known})")
+        from engine.suggest import known
+
+        ids = sorted(table_, key=lambda f: (f.startswith("FX"), int(f.lstrip("FX"))))
+        raise InputError("ID", f"no formula {text!r} ({known(fid, ids)})")
     return fid
 
 

@@ -30,8 +30,9 @@ def find(k: Knowledge, text: str):
     except ValueError as exc:
         raise InputError("ID", str(exc)) from None
     if fid not in k.formulas:
-        known = ", ".join(f.id for f in k.formulas)
-        raise InputError("ID", f"no formula {fid} (known: {known})")
+        from engine.suggest import known
+
+        raise InputError("ID", f"no formula {fid} ({known(fid, [f.id for f in k.formulas])})")
     return k.formulas.get(fid)
 
 

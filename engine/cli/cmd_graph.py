@@ -39,7 +39,7 @@ def export(args) -> int:
         buf = io.BytesIO()
         nx.write_graphml(g, buf, encoding="utf-8")
         text = buf.getvalue().decode("utf-8")
-    if args.out:
+    if args.out is not None:
         write_atomic(args.out, text if text.endswith("\n") else text + "\n")
     else:
         emit(text)

@@ -49,7 +49,8 @@ def describe(d: hardware.Device) -> dict:
     """The record as stored, with every quantity also in canonical units."""
     out = dict(d.record)
     out["parsed"] = {
-        "memory_bytes": d.memory_bytes, "bandwidth_Bps": d.bandwidth, "tdp_w": d.tdp_w,
+        "memory_bytes": d.memory_bytes, "driver_total_bytes": d.driver_total[0] if d.driver_total else None,
+        "bandwidth_Bps": d.bandwidth, "tdp_w": d.tdp_w,
         "peaks": [{"precision": p.precision, "accumulator": p.accumulator, "unit": p.unit, "sparsity": p.sparsity, "flops": p.flops}
                   for p in d.peaks],
     }
@@ -71,8 +72,11 @@ def _document(d: hardware.Device, md: bool) -> str:
     out.append(f"Counted as: one {counted['unit']}{per}. {counted['note']}")
     out.append(f"As of: {d.as_of}")
     mem = d.record["memory"]
-    out.append(f"Memory: {d.memory_text} {d.memory_type} ({number(d.memory_bytes)} B = {friendly(d.memory_bytes, 'B')}), "
+    out.append(f"Memory: {d.memory_text} {d.memory_type} nominal ({number(d.memory_bytes)} B = {friendly(d.memory_bytes, 'B')}), "
                f"bandwidth {d.bandwidth_text}" + (f"; {mem['derivation']}" if mem.get("derivation") else "") + f" [{mem['source']}]")
+    if d.driver_total:
+        size, text, source = d.driver_total
+        out.append(f"Usable (driver-reported): {text} ({number(size)} B = {friendly(size, 'B')}), what serving engines budget from [{source}]")
     if d.interconnect:
         out.append("Interconnect: " + _link(d.interconnect))
     if d.tdp_w:

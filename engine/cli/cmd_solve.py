@@ -32,6 +32,8 @@ def run(args) -> int:
         out.append(f"  {sol.target} = {number(v)}{unit}")
     if sol.interval:
         out.append(f"  {sol.target} in {sol.interval}{unit}")
+    if sol.method:
+        out.append(f"  method: {sol.method.replace('_', ' ')}")
     for note in sol.notes:
         out.append(f"  note: {note}")
     emit("\n".join(out))

@@ -46,11 +46,44 @@ def _parser_class():
     import argparse
 
     class Parser(argparse.ArgumentParser):
+        entered: list = []  # (parser, its words) in the order parsing reached them; the last is the subcommand
+
+        def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+            Parser.entered.append((self, list(sys.argv[1:] if args is None else args)))
+            return super().parse_known_args(args, namespace)
+
         def error(self, message: str) -> None:  # type: ignore[override]
-            sys.stderr.write(f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+            where, words = Parser.entered[-1] if Parser.entered else (self, [])
+            text = _choice_hint(message)
+            if text == message:  # not a bad choice: a typo is why a required option is "missing", so name it first
+                text = _misspelled_options(where, words) or message
+                where = where if text != message else self
+            sys.stderr.write(f"{where.prog}: error: {text} (see {where.prog} --help)\n")
             raise SystemExit(2)
 
     return Parser
+
+
+def _misspelled_options(parser, words: list[str]) -> str:
+    """``unrecognized option --modle (did you mean --model?)`` for each ``--word`` the parser does not know."""
+    from engine.suggest import did_you_mean
+
+    options = [o for o in parser._option_string_actions if o.startswith("--")]
+    typed = [w.split("=", 1)[0] for w in words if w.startswith("--") and w != "--"]
+    unknown = [t for t in dict.fromkeys(typed) if not any(o.startswith(t) for o in options)]  # argparse takes unique prefixes
+    return "; ".join(f"unrecognized option {u}" + (f" ({hint.strip()})" if (hint := did_you_mean(u, options, 1)) else "") for u in unknown)
+
+
+def _choice_hint(message: str) -> str:
+    """argparse's invalid-choice message with a "did you mean" for the closest choice."""
+    import re
+
+    from engine.suggest import did_you_mean
+
+    if m := re.fullmatch(r"(argument \S+: invalid choice: '(.*?)' \()choose from (.*)\)", message, re.S):
+        hint = did_you_mean(m.group(2), re.findall(r"'([^']*)'", m.group(3)))
+        return f"{m.group(1)}{hint}choose from {m.group(3)})"
+    return message
 
 
 def _shared(parser, top: bool) -> None:
@@ -129,10 +162,12 @@ def build_parser(argv: list[str] | None = None):
     p.add_argument("--to", choices=("graphml", "json"), required=True, help="export format")
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
     _shared(p, False)
-    _models_and_hardware(verbs, Parser, raw)
+    _models_and_hardware(verbs, Parser, raw, _memory_figures(argv))
     _plugins(verbs, Parser)
     if argv is not None and _verb_and_root(argv)[0] == "calc":  # the knowledge is read only for this verb
         _calculators(verbs, Parser, raw, _verb_and_root(argv)[1])
+    else:  # listed in --help and in the unknown-verb message without reading the calculators
+        verbs.add_parser("calc", help=CALC_HELP, description=CALC_DESCRIPTION)
     return top
 
 
@@ -154,7 +189,13 @@ def _plugins(verbs, Parser) -> None:
 
 def _verb_and_root(argv: list[str]) -> tuple[str | None, str | None]:
     """The first positional word and the --root value, read before parsing."""
-    verb, root, i = None, None, 0
+    words, root = _words(argv)
+    return (argv[words[0]] if words else None), root
+
+
+def _words(argv: list[str]) -> tuple[list[int], str | None]:
+    """Where the positional words are (skipping the values of the shared options), and --root."""
+    words, root, i = [], None, 0
     while i < len(argv):
         token = argv[i]
         if token in ("--format", "--root"):
@@ -164,10 +205,22 @@ def _verb_and_root(argv: list[str]) -> tuple[str | None, str | None]:
             continue
         if token.startswith("--root="):
             root = token.split("=", 1)[1]
-        elif not token.startswith("-") and verb is None:
-            verb = token
+        elif not token.startswith("-"):
+            words.append(i)
         i += 1
-    return verb, root
+    return words, root
+
+
+def fold_calc_name(argv: list[str]) -> list[str]:
+    """``calc KV-Concurrency`` names calc:kv-concurrency: calculator names are lower-case, typed in any case."""
+    words = _words(argv)[0]
+    if len(words) < 2 or argv[words[0]] != "calc":
+        return argv
+    return argv[:words[1]] + [argv[words[1]].lower()] + argv[words[1] + 1:]
+
+
+CALC_HELP = "calculators declared as data (knowledge/calculators/)"
+CALC_DESCRIPTION = "Calculators: formula chains derived from the formula graph, with ranges, assumptions and failure boundaries."
 
 
 def _calculators(verbs, Parser, raw, root: str | None) -> None:
@@ -180,7 +233,7 @@ def _calculators(verbs, Parser, raw, root: str | None) -> None:
     root = root_of(SimpleNamespace(root=root))
     records = load_records(root)
     module = compiled.load(root)
-    calc = verbs.add_parser("calc", help="calculators declared as data (knowledge/calculators/)", description="Calculators: formula chains derived from the formula graph, with ranges, assumptions and failure boundaries.")
+    calc = verbs.add_parser("calc", help=CALC_HELP, description=CALC_DESCRIPTION)
     cverbs = calc.add_subparsers(dest="action", metavar="CALCULATOR", parser_class=Parser)
     cverbs.required = True
     p = cverbs.add_parser("list", help="every calculator", description="List the calculators: id, title, outputs.")
@@ -192,15 +245,24 @@ def _calculators(verbs, Parser, raw, root: str | None) -> None:
         p.add_argument("--explain", action="store_true", help="print each formula with its number and the values substituted")
         p.add_argument("--model", metavar="ID", help="fill architecture inputs from knowledge/models (e.g. qwen3-8b); each filled value names its source")
         p.add_argument("--device", metavar="ID", help="fill memory, bandwidth, peak and power inputs from knowledge/hardware (e.g. h100-sxm)")
-        p.add_argument("--precision", default="bf16", help="precision of the device's dense peak used for peak_flops (default bf16)")
-        p.add_argument("--sweep", metavar="NAME=LO..HI", help="evaluate every output over NAME from LO to HI (CSV on stdout, vectorised)")
-        p.add_argument("--points", type=int, default=32, metavar="N", help="points of the sweep (default 32; integer inputs are rounded and deduplicated)")
+        p.add_argument("--precision", default="bf16", help="precision of the device's dense peak used for peak_flops, and of kv_bytes unless given (default bf16)")
+        p.add_argument("--sweep", metavar="NAME=LO..HI", help="evaluate every output over NAME from LO to HI (vectorised; CSV on stdout, JSON with --format json, a table with --format md)")
+        p.add_argument("--points", type=int, default=32, metavar="N", help="points of the sweep, 2 to 100,000 (default 32; integer inputs are rounded and deduplicated)")
         p.add_argument("--log", action="store_true", help="space the sweep's points logarithmically")
         p.add_argument("--plot", metavar="FILE.svg", help="with --sweep: also draw the curves to FILE (svg, png or pdf; needs matplotlib)")
         _shared(p, False)
 
 
-def _models_and_hardware(verbs, Parser, raw) -> None:
+def _memory_figures(argv: list[str] | None) -> str | None:
+    """The explanation of a device's three memory figures, for ``hardware --help`` (read only for that verb)."""
+    if argv is None or _verb_and_root(argv)[0] != "hardware":
+        return None
+    from engine.hardware import MEMORY_FIGURES
+
+    return MEMORY_FIGURES
+
+
+def _models_and_hardware(verbs, Parser, raw, memory_figures: str | None = None) -> None:
     """model, hardware, roofline, forward, generate and collective (issue 4)."""
     model = verbs.add_parser("model", help="model architectures from config.json", description="Models: architecture fields from Hugging Face config.json files, with their source and parameter count.")
     mverbs = model.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser)
@@ -219,12 +281,13 @@ def _models_and_hardware(verbs, Parser, raw) -> None:
     p.add_argument("--out", metavar="DIR", help="folder to write into (default: ROOT/knowledge/models)")
     _shared(p, False)
 
-    hw = verbs.add_parser("hardware", help="accelerators with precision-qualified peaks", description="Accelerators: peaks per input and accumulator precision (dense or sparse stated), memory, bandwidth, interconnect, TDP, each with its source.")
+    hw = verbs.add_parser("hardware", help="accelerators with precision-qualified peaks", description="Accelerators: peaks per input and accumulator precision (dense or sparse stated), memory, bandwidth, interconnect, TDP, each with its source.", epilog=memory_figures)
     hverbs = hw.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser)
     hverbs.required = True
     p = hverbs.add_parser("list", help="every device", description="List the devices: id, vendor, memory, bandwidth, dense BF16 peak.")
     _shared(p, False)
-    p = hverbs.add_parser("show", help="one device in full", description="Show every peak record of a device with precision, accumulator, execution unit, sparsity and source.")
+    p = hverbs.add_parser("show", help="one device in full", epilog=memory_figures,
+                          description="Show every peak record of a device with precision, accumulator, execution unit, sparsity and source, and its memory: nominal, in GiB and driver-reported usable where recorded.")
     p.add_argument("id", metavar="ID", help="device id, e.g. h100-sxm or hw:h100-sxm")
     _shared(p, False)
 
@@ -319,6 +382,7 @@ def main(argv: list[str] | None = None) -> int:
 
             args = fast_args(argv)
         if args is None:
+            argv = fold_calc_name(argv)
             args = build_parser(argv).parse_args(argv)
         key = tuple(x for x in (args.verb, getattr(args, "action", None)) if x)
         handler = getattr(args, "handler", None) or HANDLERS.get(key) or HANDLERS[key[:1]]

@@ -149,7 +149,7 @@ def hardware_table(data: SiteData) -> Page:
     devices = sorted(hardware.devices(data.k).values(), key=lambda d: (d.vendor, d.id))
     lines = ["# Hardware", "", "Accelerators from `knowledge/hardware/`: dense peaks at the stated precision (sparse figures are never "
              "used as dense), memory in the vendor's own unit, per-direction link bandwidth, and each figure's source "
-             "(`aiinfra hardware show ID` prints every peak record).", "",
+             "(`aiinfra hardware show ID` prints every peak record).", "", hardware.MEMORY_FIGURES, "",
              "| device | vendor | memory | bandwidth | BF16 dense | FP8 dense | interconnect (per direction) | TDP |",
              "|---|---|---|---|---|---|---|---|"]
     for d in devices:
@@ -157,7 +157,8 @@ def hardware_table(data: SiteData) -> Page:
         link = d.interconnect or {}
         ic = f"{link.get('name', '')} {link.get('per_direction', '')}".strip() or "-"
         tdp = d.record["tdp"]["value"] if d.tdp_w else "-"
-        lines.append(f'| <a id="{anchor_name(d.id)}"></a>`{d.short_id}` {md_escape(d.name)} | {md_escape(d.vendor)} | {d.memory_text} {d.memory_type} | '
+        memory = f"{d.memory_text} {d.memory_type}" + (f" (driver-reported {d.driver_total[1]})" if d.driver_total else "")
+        lines.append(f'| <a id="{anchor_name(d.id)}"></a>`{d.short_id}` {md_escape(d.name)} | {md_escape(d.vendor)} | {memory} | '
                      f"{d.bandwidth_text} | {bf16.text if bf16 else '-'} | {fp8.text if fp8 else '-'} | {md_escape(ic)} | {tdp} |")
     lines += ["", "## Sources", ""]
     for d in devices:

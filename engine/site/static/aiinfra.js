@@ -67,7 +67,8 @@
   var DOMAIN_TEXT = {
     positive: "a number > 0", nonnegative: "a number >= 0", positive_integer: "a whole number >= 1",
     nonnegative_integer: "a whole number >= 0", fraction: "a fraction from 0 to 1",
-    positive_fraction: "a fraction above 0 and at most 1", real: "a number"
+    positive_fraction: "a fraction above 0 and at most 1", fraction_below_one: "a fraction from 0 up to but not including 1",
+    ge_one: "a number >= 1", ge_two_integer: "a whole number >= 2", real: "a number"
   };
   var DOMAIN_OK = {
     positive: function (x) { return x > 0; },
@@ -76,6 +77,9 @@
     nonnegative_integer: function (x) { return x >= 0 && Number.isInteger(x); },
     fraction: function (x) { return x >= 0 && x <= 1; },
     positive_fraction: function (x) { return x > 0 && x <= 1; },
+    fraction_below_one: function (x) { return x >= 0 && x < 1; },
+    ge_one: function (x) { return x >= 1; },
+    ge_two_integer: function (x) { return x >= 2 && Number.isInteger(x); },
     real: function () { return true; }
   };
   function checkDomain(name, x, spec) {
