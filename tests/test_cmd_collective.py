@@ -157,7 +157,7 @@ BAD = {
     "negative show-rounds": ([*RING, "--show-rounds", "-1"], "aiinfra: error: --show-rounds: expected a whole number >= 0, got -1"),
     "routing on a ring": ([*RING, "--routing", "hotspot"], "aiinfra: error: --routing: applies to all-to-all only"),
     "missing matrix file": ([*A2A, "/nonexistent/m.json"],
-                            "aiinfra: error: --routing: '/nonexistent/m.json' is not balanced, hotspot, hotspot:F or a readable matrix .json file (No such file or directory)"),
+                            "aiinfra: error: --routing: '/nonexistent/m.json' does not exist (expected balanced, hotspot, hotspot:F or a matrix .json file)"),
     "bad hotspot factor": ([*A2A, "hotspot:x"], "aiinfra: error: --routing: 'hotspot:x': the hotspot factor must be a number >= 1 (e.g. hotspot:8)"),
 }
 
@@ -174,7 +174,7 @@ def test_bad_input_is_one_exact_line_and_exit_2(name, capsys):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("[[0, 1", "is not valid JSON"),
+        ("[[0, 1", "is not JSON"),
         ("[[0, 1], [1, 0]]", "--routing: the matrix must be 3 x 3 for --ranks 3 (found 2 rows of lengths [2])"),
         ("[[0, -1, 1], [1, 0, 1], [1, 1, 0]]", "--routing: entry [0][1] is -1 (expected a number >= 0)"),
         ('[[0, 1, 1], [1, 0, "x"], [1, 1, 0]]', "--routing: entry [1][2] is 'x' (expected a number >= 0)"),

@@ -86,7 +86,7 @@ def test_moe_routing_from_a_counts_file(capsys, tmp_path):
     (["forward", "--model", "qwen3-8b", "--tokens", "1", "--weight-bytes", "abc"], "aiinfra: error: --weight-bytes: 'abc'"),
     (["forward", "--model", "qwen3-8b", "--tokens", "1", "--kv-bytes", "-1"], "aiinfra: error: --kv-bytes: expected bytes per element > 0"),
     (["forward", "--model", "qwen3-30b-a3b", "--tokens", "1", "--routing", "/nonexistent/counts.json"],
-     "aiinfra: error: --routing: expected balanced, concentrated or a counts.json file; cannot read '/nonexistent/counts.json'"),
+     "aiinfra: error: --routing: '/nonexistent/counts.json' does not exist (expected balanced, concentrated or a counts.json file)"),
     (["forward", "--model", "qwen3-8b", "--tokens", "1", "--routing", "balanced", "--tp", "0"], "aiinfra: error: --tp: expected a whole number >= 1, got 0"),
     (["generate", "--model", "qwen3-8b", "--history", "10", "--steps", "0"], "aiinfra: error: --steps: expected a whole number >= 1, got 0"),
     (["forward", "--model", "qwen3-8b"], "the following arguments are required: --tokens"),
@@ -145,3 +145,18 @@ def test_another_root_and_a_broken_template(capsys, tmp_path):
     code, out, err = run(["forward", "--root", str(root), "--model", "qwen3-8b", "--tokens", "2"], capsys)
     assert code == 1 and out == ""
     assert "operators:dense operators[" in err and "the name 'cellz' is not a declared symbol" in err
+
+
+def test_a_routing_file_is_read_bounded(tmp_path, capsys):
+    # the counts file goes through the same reader as model import: a FIFO is refused without
+    # blocking, and a key given twice is refused rather than silently taking the last value
+    import os
+
+    fifo = tmp_path / "counts.json"
+    os.mkfifo(fifo)
+    code, out, err = run(["forward", "--model", "qwen3-30b-a3b", "--tokens", "8", "--routing", str(fifo)], capsys)
+    assert code == 2 and err == f"aiinfra: error: --routing: '{fifo}' is a FIFO, not a regular file\n"
+    twice = tmp_path / "twice.json"
+    twice.write_text('{"0": 1, "0": 2}')
+    code, out, err = run(["forward", "--model", "qwen3-30b-a3b", "--tokens", "8", "--routing", str(twice)], capsys)
+    assert code == 2 and err == f"aiinfra: error: --routing: '{twice}' gives the key '0' twice (expected each key once)\n"

@@ -62,18 +62,9 @@ def _named_pattern(routing: str) -> bool:
 
 def read_matrix(path: str) -> object:
     """The JSON of a source x destination matrix file (checked for shape by engine.collective)."""
-    import json
+    from engine.config_json import read_json
 
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not readable UTF-8 text"
-        raise InputError("--routing", f"{path!r} is not balanced, hotspot, hotspot:F or a readable matrix .json file ({reason})") from None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise InputError("--routing", f"{path!r} is not valid JSON ({exc})") from None
+    return read_json(path, "--routing", "balanced, hotspot, hotspot:F or a matrix .json file")
 
 
 # ----------------------------------------------------------------------------- rendering

@@ -10,7 +10,6 @@ from __future__ import annotations
 from engine import compiled, ledger
 from engine.cli.common import emit, root_of, scan_options
 from engine.cli.render import table, to_json
-from engine.errors import InputError
 from engine.humanize import friendly, number
 
 COLUMNS = (
@@ -89,15 +88,9 @@ def routing_of(text: str):
     """balanced, concentrated, or the histogram read from a counts.json file."""
     if text in ledger.ROUTINGS:
         return text
-    import json
+    from engine.config_json import read_json
 
-    try:
-        with open(text, encoding="utf-8") as fh:
-            return json.load(fh)
-    except OSError as exc:
-        raise InputError("--routing", f"expected balanced, concentrated or a counts.json file; cannot read {text!r} ({exc.strerror})") from None
-    except ValueError as exc:
-        raise InputError("--routing", f"{text!r} is not JSON ({exc})") from None
+    return read_json(text, "--routing", "balanced, concentrated or a counts.json file")
 
 
 def render(result: ledger.Ledger, fmt: str) -> str:

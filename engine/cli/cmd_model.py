@@ -143,19 +143,9 @@ def import_(args) -> int:
 
 
 def _read_config(path: str) -> dict:
-    from engine.config_json import MAX_BYTES, parse_config
-    from engine.fileread import FileRefused, read_regular
+    from engine.config_json import parse_config, read_bytes
 
-    try:
-        raw = read_regular(path, MAX_BYTES)
-    except FileNotFoundError:
-        raise InputError("CONFIG_JSON", f"{path!r} does not exist") from None
-    except FileRefused as exc:
-        hint = " (give the config.json inside it)" if exc.reason.startswith("is a folder") else ""
-        raise InputError("CONFIG_JSON", f"{path!r} {exc.reason}{hint}") from None
-    except OSError as exc:
-        raise InputError("CONFIG_JSON", f"{path!r} cannot be read ({exc.strerror or exc})") from None
-    return parse_config(raw, path)
+    return parse_config(read_bytes(path, "CONFIG_JSON", "a model's config.json"), path)
 
 
 def _model_id(args) -> str:
