@@ -43,7 +43,7 @@ def main() -> int:
 
     import numpy as np
 
-    from engine import compiled, trees
+    from engine import compiled, trees, trees_proofs
     from engine.knowledge import Knowledge
     from engine.paths import shipped_root
 
@@ -55,7 +55,7 @@ def main() -> int:
 
     setup = time.perf_counter() - start
     start = time.perf_counter()
-    report = trees._analyse(root, knowledge)  # uncached on purpose
+    report = trees_proofs._analyse(root, knowledge)  # uncached on purpose
     analysis = time.perf_counter() - start
     checks = sum(len(p) for p in report.proofs.values())
     print(f"setup (knowledge, compiled formulas, sympy import): {setup:.2f} s")

@@ -23,9 +23,10 @@ def _root(root):
 
 def load(root=None):
     """The whole knowledge root (formulas, books, chapters, concepts, paths) as a Knowledge."""
-    from engine.knowledge import Knowledge
+    from engine import knowledge
 
-    return Knowledge.load(_root(root))
+    knowledge.CALCULATOR_HANDLE = calculator  # kb.calculator(...) (kb does not import the API)
+    return knowledge.Knowledge.load(_root(root))
 
 
 def formulas(root=None) -> dict:
@@ -70,6 +71,12 @@ def check(root=None) -> list:
     return integrity.check(Knowledge.load(_root(root), strict=False))
 
 
+def _markdown(result) -> str:
+    from engine.cli.cmd_calc import render
+
+    return render(result, "md", explain=False)
+
+
 class CalculatorHandle:
     """One declared calculator, ready to run: ``calculator("kv-concurrency").run(context_tokens=8192, ...)``.
 
@@ -80,8 +87,10 @@ class CalculatorHandle:
     """
 
     def __init__(self, record: dict, root):
+        from engine import calculators
         from engine.calculators import Calculator
 
+        calculators.MARKDOWN = _markdown
         self.record = record
         self.root = root
         self.calc = Calculator.from_record(record)

@@ -181,7 +181,7 @@ class _Context:
 
             from engine import compiled
 
-            key = compiled.files_key(self.root, ["knowledge/hardware"], ["archs.py", "presets.py", "hardware.py"])
+            key = compiled.files_key(self.root, ["knowledge/hardware"], ["engine/archs.py", "engine/presets.py", "engine/hardware.py"])
             key += f"{zlib.crc32(f'{ident}|{precision}'.encode()):08x}"
             self._devices[(ident, precision)] = compiled.json_cached("arch_device", key, lambda: _device_facts(self.root, ident, precision))
         return self._devices[(ident, precision)]
@@ -212,7 +212,7 @@ def cached_records(root) -> dict[str, dict]:
     """``load_records(root)`` through a JSON cache keyed by the tier files and the schema."""
     from engine import compiled
 
-    key = compiled.files_key(root, ["/".join(FOLDER)], ["schemas/reference_architecture.json", "archs.py", "yamlio.py"])
+    key = compiled.files_key(root, ["/".join(FOLDER)], ["engine/schemas/reference_architecture.json", "engine/archs.py", "engine/yamlio.py"])
     return compiled.json_cached("archs", key, lambda: load_records(root))
 
 

@@ -34,6 +34,8 @@ from engine.evaluate import (
 from engine.units import Quantity
 
 FOLDER = ("knowledge", "calculators")
+# CalcResult -> Markdown for notebooks; installed by engine.api (the text is the CLI's render)
+MARKDOWN = None
 LEFT_OUT = "left out: an optional term not derivable from the inputs (the calculator's when_missing)"
 # Appendix B numbers F1..F22 and the extension range FX1..
 FORMULA_NUMBER = re.compile(r"^(F([1-9]|1[0-9]|2[0-2])|FX[1-9][0-9]*)$")
@@ -85,7 +87,7 @@ def cached_records(root) -> dict[str, dict]:
     """``load_records(root)`` through a JSON cache keyed by the calculator files and schema."""
     from engine import compiled
 
-    key = compiled.files_key(root, ["/".join(FOLDER), "formulas"], ["schemas/calculator.json", "calculators.py", "yamlio.py", "codegen.py"])
+    key = compiled.files_key(root, ["/".join(FOLDER), "formulas"], ["engine/schemas/calculator.json", "engine/calculators.py", "engine/yamlio.py", "engine/codegen.py"])
 
     return compiled.json_cached("calculators", key, lambda: load_records(root))  # data only, never code
 
@@ -193,9 +195,8 @@ class CalcResult:
         }
 
     def _repr_markdown_(self) -> str:
-        from engine.cli.cmd_calc import render
-
-        return render(self, "md", explain=False)
+        # the text is the CLI's (engine.cli.cmd_calc.render); engine.api installs it: calculators never import upward
+        return MARKDOWN(self) if MARKDOWN is not None else repr(self)
 
 
 # ---------------------------------------------------------------------- running

@@ -17,6 +17,8 @@ import os
 import sys
 import zlib
 
+import engine
+
 GENERATOR_VERSION = "1"
 
 
@@ -27,7 +29,7 @@ def cache_dir() -> str:
     return cache.location()
 
 
-_OWN = ("compiled.py", "cache.py", "codegen.py", "expr.py", "units.py", "symbolic.py", "formulas.py")
+_OWN = ("engine/compiled.py", "engine/cache.py", "engine/codegen.py", "engine/expr.py", "engine/units.py", "engine/symbolic.py", "engine/formulas.py")
 
 
 def content_hash(root) -> str:
@@ -44,7 +46,7 @@ def files_key(root, folders, own_files, salt: str = "") -> str:
     cost more than the whole evaluation.
     """
     crc, adler = zlib.crc32(salt.encode()), zlib.adler32(salt.encode())
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(engine.__file__)))  # own files are named engine/...
     files = [(own, os.path.join(here, own)) for own in own_files]
     for folder in folders:
         base = os.path.join(os.fspath(root), folder)

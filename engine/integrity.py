@@ -57,9 +57,9 @@ def _calculators(k: Knowledge) -> list[Problem]:
 
 
 def _trees(k: Knowledge) -> list[Problem]:
-    from engine import trees
+    from engine import trees_proofs
 
-    return trees.problems(k.root, k)
+    return trees_proofs.problems(k.root, k)
 
 
 def _archs(k: Knowledge) -> list[Problem]:

@@ -15,12 +15,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engine.errors import KnowledgeError, Problem
+from engine.errors import AiinfraError, KnowledgeError, Problem
 from engine.formulas import FormulaSet, build_formula
 from engine.ids import DEFAULT_BOOK, Kind, parse_id, parse_user_id
 from engine.records import Action, Book, Chapter, Concept, Formula, ReadingPath, Section, Step
 from engine.schema import validate
 from engine.yamlio import MarkedDict, MarkedList, load_yaml, plain
+
+# name, root -> engine.api.CalculatorHandle; installed by engine.api.load (the top layer)
+CALCULATOR_HANDLE = None
 
 KNOWLEDGE_KINDS = ("books", "chapters", "concepts", "paths", "actions")
 
@@ -57,10 +60,13 @@ class Knowledge:
     places: dict[str, str] = field(default_factory=dict)  # id -> file:line
 
     def calculator(self, name: str):
-        """``kb.calculator("kv-concurrency").run(context_tokens=8192, ...)``: see engine.api.CalculatorHandle."""
-        from engine.api import calculator
+        """``kb.calculator("kv-concurrency").run(context_tokens=8192, ...)``: see engine.api.CalculatorHandle.
 
-        return calculator(name, self.root)
+        The handle belongs to the top layer: ``engine.api.load`` installs ``CALCULATOR_HANDLE``
+        (kb never imports upward)."""
+        if CALCULATOR_HANDLE is None:
+            raise AiinfraError("kb.calculator(...) is the Python API's handle: load the knowledge with engine.api.load()")
+        return CALCULATOR_HANDLE(name, self.root)
 
     @classmethod
     def load(cls, root: Path | str | None = None, strict: bool = True) -> Knowledge:

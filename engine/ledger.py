@@ -38,7 +38,7 @@ OUTPUT_HEADS = ("last", "all", "none")
 ROUTINGS = ("balanced", "concentrated")
 _PLACEHOLDER = r"\{([^{}]+)\}"  # {expr} in a shape text
 _NAME = r"[A-Za-z][A-Za-z0-9_]*"
-_OWN = ("ledger.py", "expr.py", "codegen.py", "knowledge.py", os.path.join("schemas", "operators.json"), os.path.join("schemas", "model.json"))
+_OWN = ("engine/ledger.py", "engine/expr.py", "engine/codegen.py", "engine/knowledge.py", "engine/schemas/operators.json", "engine/schemas/model.json")
 
 
 _ROW_FIELDS = ("name", "kind", "shape", "repeats", *COST_FIELDS[:5], "special_functions", *COST_FIELDS[5:], "formulas", "note")

@@ -10,13 +10,15 @@ from __future__ import annotations
 import os
 import sys
 
+import engine
+
 
 def shipped_root() -> str:
     """The folder of the shipped knowledge (a string: pathlib is kept off the fast path)."""
     env = os.environ.get("AIINFRA_ROOT")
     if env:
         return env
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(engine.__file__)))
     if os.path.isdir(os.path.join(here, "formulas")):
         return here
     for prefix in (sys.prefix, sys.base_prefix):

@@ -121,7 +121,7 @@ def cached(root, model: str | None, device: str | None, precision: str = "bf16")
 
     from engine import compiled
 
-    key = compiled.files_key(root, ["knowledge/models", "knowledge/hardware", "formulas"], ["presets.py", "models.py", "hardware.py"])
+    key = compiled.files_key(root, ["knowledge/models", "knowledge/hardware", "formulas"], ["engine/presets.py", "engine/models.py", "engine/hardware.py"])
     args = f"{model or ''}|{device or ''}|{precision}"
     key += f"{zlib.crc32(args.encode()):08x}"
     return {k: tuple(v) for k, v in compiled.json_cached("presets", key, lambda: load(root, model, device, precision)).items()}

@@ -157,9 +157,9 @@ def test_device_ids_are_case_insensitive(capsys, hw, typed):
 
 def test_the_site_hardware_page_explains_the_memory_figures(hw):
     from engine.hardware import MEMORY_FIGURES
-    from engine.site.context import SiteData
+    from engine.site.data import load as load_site_data
     from engine.site.knowledge_pages import hardware_table
 
-    text = hardware_table(SiteData.load(hw[1])).text
+    text = hardware_table(load_site_data(hw[1])).text
     assert f"\n\n{MEMORY_FIGURES}\n\n" in text  # the same paragraph as `hardware show --help`, written once
     assert "| NVIDIA | 80GB HBM3 (driver-reported 79.18GiB) | 3.35TB/s |" in text  # h100-sxm.yaml: capacity 80GB, driver_total 79.18GiB

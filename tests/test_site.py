@@ -133,10 +133,10 @@ def close(a: float, b: float) -> bool:
 @pytest.fixture(scope="module")
 def shipped():
     from engine.site import calculator_pages, trees
-    from engine.site.context import SiteData
+    from engine.site.data import load as load_site_data
     from engine.site.generate import formulas_script
 
-    data = SiteData.load(shipped_root())
+    data = load_site_data(shipped_root())
     return data, formulas_script(data, {**calculator_pages.conditions(data), **trees.conditions(data)})
 
 
@@ -290,10 +290,10 @@ def test_tree_walks_in_javascript_reach_the_python_leaf(shipped, tmp_path):
 
 def test_fixture_tree_both_sides_of_the_threshold(tmp_path):
     from engine.site import calculator_pages, trees
-    from engine.site.context import SiteData
+    from engine.site.data import load as load_site_data
     from engine.site.generate import formulas_script
 
-    data = SiteData.load(str(FIXTURE))
+    data = load_site_data(str(FIXTURE))
     script = formulas_script(data, {**calculator_pages.conditions(data), **trees.conditions(data)})
     tree = data.trees["tree:kv-fit"]
     runner = trees._runner(data, tree)
@@ -423,9 +423,9 @@ def test_tree_page_lists_flip_boundaries_in_closed_form():
     # its scale node flips at the book's 32-card entry rule (parameter pd_min_gpus = 32)
     from engine.paths import shipped_root
     from engine.site import trees as site_trees
-    from engine.site.context import SiteData
+    from engine.site.data import load as load_site_data
 
-    data = SiteData.load(shipped_root())
+    data = load_site_data(shipped_root())
     t = data.trees["tree:pd-disaggregation"]
     text = "\n".join(site_trees.flips(t, site_trees._runner(data, t)))
     assert "## Where the advice flips" in text

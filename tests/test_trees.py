@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import compiled, trees, trees_symbolic
+from engine import compiled, trees, trees_proofs, trees_symbolic
 from engine.errors import EvaluationError, InputError
 from engine.paths import shipped_root
 from engine.trees_symbolic import fourier_motzkin
@@ -57,24 +57,24 @@ def leaf(run, **given):
 
 
 def test_shipped_trees_have_no_problems():
-    assert trees.problems(shipped_root()) == []
+    assert trees_proofs.problems(shipped_root()) == []
 
 
 def test_every_shipped_test_node_is_proven_exactly():
-    report = trees.analyse(shipped_root())
+    report = trees_proofs.analyse(shipped_root())
     assert report.proofs and all(p["method"] == "exact" and not p["found"] for proofs in report.proofs.values() for p in proofs)
     assert report.notes == []
 
 
 def test_analysis_is_cached(monkeypatch):
-    first = trees.analyse(shipped_root())
+    first = trees_proofs.analyse(shipped_root())
     assert list(Path(compiled.cache_dir()).glob("trees_*.json"))
 
     def no_recompute(*args):
         raise AssertionError("the analysis should come from the cache")
 
-    monkeypatch.setattr(trees, "_analyse", no_recompute)
-    assert trees.analyse(shipped_root()).to_json() == first.to_json()
+    monkeypatch.setattr(trees_proofs, "_analyse", no_recompute)
+    assert trees_proofs.analyse(shipped_root()).to_json() == first.to_json()
 
 
 # ---------------------------------------------------------------------- pd-disaggregation
@@ -363,7 +363,7 @@ def test_unknown_tree():
 
 
 def fixture_problems(case):
-    return [str(p) for p in trees.problems(FIXTURES / case)]
+    return [str(p) for p in trees_proofs.problems(FIXTURES / case)]
 
 
 def test_fixture_gap():
@@ -398,7 +398,7 @@ def test_fixture_structural_mistakes():
 
 
 def test_fixture_sampled_gap_is_a_real_counterexample():
-    report = trees.analyse(FIXTURES / "sampled")
+    report = trees_proofs.analyse(FIXTURES / "sampled")
     [problem] = report.problems
     assert problem.path == "nodes.pair" and problem.message.startswith("gap: no branch holds at a=")
     assert problem.message.endswith("(sampled counterexample, seed 0)")
@@ -417,7 +417,7 @@ def test_fixture_sampled_gap_is_a_real_counterexample():
 
 
 def test_fixture_good_regions_are_simplified():
-    report = trees.analyse(FIXTURES / "good")
+    report = trees_proofs.analyse(FIXTURES / "good")
     assert report.problems == [] and report.notes == []
     assert report.regions["tree:good"] == {
         "offline": ["mode = batch"],

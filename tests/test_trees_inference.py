@@ -22,7 +22,7 @@ import json
 
 import pytest
 
-from engine import trees, trees_symbolic
+from engine import trees, trees_proofs, trees_symbolic
 from engine.cli.main import main
 from engine.paths import shipped_root
 
@@ -45,7 +45,7 @@ def shipped():
 
 @pytest.fixture(scope="module")
 def report():
-    return trees.analyse(shipped_root())
+    return trees_proofs.analyse(shipped_root())
 
 
 def runner(shipped, module, name):

@@ -28,7 +28,7 @@ import json
 
 import pytest
 
-from engine import trees, trees_symbolic
+from engine import trees, trees_proofs, trees_symbolic
 from engine.errors import InputError
 from engine.paths import shipped_root
 
@@ -57,7 +57,7 @@ def text(iv, name):
 
 
 def test_my_trees_are_proven_exactly_with_no_problems():
-    report = trees.analyse(shipped_root())
+    report = trees_proofs.analyse(shipped_root())
     for name in MINE:
         tid = f"tree:{name}"
         assert [p for p in report.problems if p[1] == tid] == []

@@ -103,7 +103,8 @@ def walk(args) -> int:
 
 def regions(args) -> int:
     from engine.cli.common import emit, parse_sets, root_of
-    from engine.trees import analyse, find, load_trees, runner
+    from engine.trees import find, load_trees, runner
+    from engine.trees_proofs import analyse
 
     _no_csv(args)
     root = root_of(args)
@@ -146,7 +147,8 @@ def boundary(args) -> int:
 def check(args) -> int:
     from engine.cli.common import emit, root_of
     from engine.cli.render import table, to_json
-    from engine.trees import analyse, load
+    from engine.trees import load
+    from engine.trees_proofs import analyse
 
     root = root_of(args)
     report = analyse(root)

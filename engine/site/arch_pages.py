@@ -11,13 +11,9 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from engine.site.context import Page, SiteData, md_escape, split_place
+from engine.site.context import Page, SiteData, arch_page, md_escape, split_place
 
 INDEX = "architectures/index.md"
-
-
-def arch_page(rid: str) -> str:
-    return f"architectures/{rid.split(':', 1)[-1]}.md"
 
 
 def available(root: str) -> bool:
@@ -57,7 +53,7 @@ def pages(data: SiteData) -> list[Page]:
     if not records:
         return []
     from engine import archs
-    from engine.cli.cmd_arch import document
+    from engine.site.arch_text import document
 
     out = []
     lines = ["# Reference architectures", "", "The book's tiers, each declared in `knowledge/reference_architectures/` and run through the "

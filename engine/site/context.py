@@ -1,6 +1,6 @@
 """What every page generator reads: the loaded knowledge, page locations, links and backlinks.
 
-``SiteData.load(root)`` loads the knowledge root once (strictly: a site is never built from
+``engine.site.data.load(root)`` loads the knowledge root once (strictly: a site is never built from
 a root with problems), the compiled formula module and, when their engines exist, the
 calculators and decision trees. Page paths live here and only here, so every generator
 links to every other page the same way.
@@ -117,21 +117,14 @@ class SiteData:
     arch_reports: dict = field(default_factory=dict)  # arch id -> engine.archs.Report
 
     @classmethod
-    def load(cls, root: str) -> SiteData:
+    def load_base(cls, root: str) -> SiteData:
+        """The knowledge, the compiled module and the calculators; ``engine.site.data.load`` adds trees and architectures."""
         from engine import compiled
         from engine.knowledge import Knowledge
 
         k = Knowledge.load(root)
         data = cls(k, compiled.load(root), str(root))
         data._calculators()
-        from engine.site import trees
-
-        data.trees = trees.load(data)
-        data._tree_links()
-        from engine.site import arch_pages
-
-        data.archs = arch_pages.load(data)
-        data.arch_reports = arch_pages.reports(data)
         return data
 
     def _calculators(self) -> None:
@@ -152,8 +145,6 @@ class SiteData:
         self.formula_calcs, self.chapter_calcs = dict(byf), dict(byc)
 
     def _tree_links(self) -> None:
-        from engine.site.trees import formulas_of
-
         byf, byc = defaultdict(list), defaultdict(list)
         for tid, tree in sorted(self.trees.items()):
             for fid in formulas_of(tree):
@@ -214,8 +205,6 @@ class SiteData:
         if ident in k.books:
             return rel(from_page, book_page(ident))
         if ident in self.archs:
-            from engine.site.arch_pages import arch_page
-
             return rel(from_page, arch_page(ident))
         return None
 
@@ -254,3 +243,13 @@ def _fid_key(fid: str) -> tuple[int, int]:
 
 
 fid_key = _fid_key
+
+
+def arch_page(rid: str) -> str:
+    return f"architectures/{rid.split(':', 1)[-1]}.md"
+
+
+def formulas_of(tree) -> list[str]:
+    out = [f for leaf in tree.leaves.values() for f in leaf.formulas]
+    out += [i.produced_by for i in tree.inputs.values() if i.produced_by and not i.produced_by.startswith("calc:")]
+    return list(dict.fromkeys(out))

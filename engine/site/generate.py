@@ -33,6 +33,7 @@ from engine.site.context import (
     path_page,
     tree_page,
 )
+from engine.site.data import load as load_site_data
 from engine.site.formula_pages import SECTION_TITLES
 
 FORMULAS_JS = "assets/aiinfra/aiinfra-formulas.js"
@@ -53,7 +54,7 @@ class Site:
 
 def generate(root: str, hand_pages: dict[str, str] | None = None, data: SiteData | None = None) -> Site:
     """All generated pages for ``root``; ``hand_pages`` (site/ file -> text) get source views too."""
-    data = data or SiteData.load(root)
+    data = data or load_site_data(root)
     pages: list[Page] = []
     pages += formula_pages.pages(data)
     pages += calculator_pages.pages(data)

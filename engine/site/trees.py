@@ -1,7 +1,7 @@
 """Decision-tree pages: a Mermaid flowchart, each leaf's region and failure boundary, and a walker.
 
 The pages appear when the tree engine (``engine.trees``) and trees (``decision_trees/*.yaml``)
-exist. Regions are the simplified conjunctions ``engine.trees.analyse`` proves (cached with
+exist. Regions are the simplified conjunctions ``engine.trees_proofs.analyse`` proves (cached with
 the compiled formulas). Red marks only leaves whose severity is ``bottleneck`` or ``failure``.
 
 The walker runs in the browser and follows ``engine.trees._WalkState`` step by step: branch
@@ -35,12 +35,6 @@ def load(data: SiteData) -> dict:
     return load_trees(data.root)
 
 
-def formulas_of(tree) -> list[str]:
-    out = [f for leaf in tree.leaves.values() for f in leaf.formulas]
-    out += [i.produced_by for i in tree.inputs.values() if i.produced_by and not i.produced_by.startswith("calc:")]
-    return list(dict.fromkeys(out))
-
-
 def _runner(data: SiteData, tree):
     from engine.trees import Runner
 
@@ -53,7 +47,7 @@ def _runner(data: SiteData, tree):
 def pages(data: SiteData) -> list[Page]:
     if not data.trees:
         return []
-    from engine.trees import analyse
+    from engine.trees_proofs import analyse
 
     try:
         regions, failure = analyse(data.root, data.k).regions, ""

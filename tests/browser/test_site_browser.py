@@ -48,9 +48,9 @@ def _cli(*args: str) -> tuple[int, dict | None]:
 @pytest.fixture(scope="module")
 def data():
     from engine.paths import shipped_root
-    from engine.site.context import SiteData
+    from engine.site.data import load as load_site_data
 
-    return SiteData.load(shipped_root())
+    return load_site_data(shipped_root())
 
 
 @pytest.fixture(scope="module")
