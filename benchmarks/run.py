@@ -69,7 +69,7 @@ def cold_timed(cmd: list[str], runs: int, env: dict[str, str], keep_formulas: bo
         with tempfile.TemporaryDirectory(prefix="aiinfra-cold-") as folder:
             if keep_formulas:
                 for path in warm.glob("formulas_*.code"):
-                    if not path.name.startswith("formulas_L"):  # engine.ledger's module starts with L
+                    if not path.name.startswith("formulas_L"):  # engine.domain.ledger's module starts with L
                         shutil.copy(path, folder)
             start = time.perf_counter()
             proc = subprocess.run(cmd, env=dict(env, AIINFRA_CACHE_DIR=folder), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)

@@ -39,7 +39,7 @@ def one_build(out: str, env: dict) -> tuple[float, float]:
 
 
 def breakdown(out: str) -> tuple[float, float, int]:
-    from engine.paths import shipped_root
+    from engine.core.paths import shipped_root
     from engine.site.build import build
     from engine.site.generate import generate
 

@@ -43,9 +43,11 @@ def main() -> int:
 
     import numpy as np
 
-    from engine import compiled, trees, trees_proofs
-    from engine.knowledge import Knowledge
-    from engine.paths import shipped_root
+    from engine.core.paths import shipped_root
+    from engine.kb.knowledge import Knowledge
+    from engine.numeric import compiled
+    from engine.trees import proofs as trees_proofs
+    from engine.trees import walk as trees
 
     root = Path(args.root or shipped_root())
     start = time.perf_counter()
@@ -64,7 +66,7 @@ def main() -> int:
 
     loaded = trees.load_trees(root)
     calc = None
-    from engine.calculators import load_records
+    from engine.numeric.calculators import load_records
 
     calc = load_records(root)
     total_many = total_one = 0.0

@@ -12,18 +12,18 @@ knowledge folder; the default is the shipped one.
 
 from __future__ import annotations
 
-from engine.errors import InputError
+from engine.core.errors import InputError
 
 
 def _root(root):
-    from engine.paths import shipped_root
+    from engine.core.paths import shipped_root
 
     return shipped_root() if root is None else root
 
 
 def load(root=None):
     """The whole knowledge root (formulas, books, chapters, concepts, paths) as a Knowledge."""
-    from engine import knowledge
+    from engine.kb import knowledge
 
     knowledge.CALCULATOR_HANDLE = calculator  # kb.calculator(...) (kb does not import the API)
     return knowledge.Knowledge.load(_root(root))
@@ -31,15 +31,15 @@ def load(root=None):
 
 def formulas(root=None) -> dict:
     """Metadata of every formula from the compiled module: id -> symbols, units, variants."""
-    from engine import compiled
+    from engine.numeric import compiled
 
     return dict(compiled.load(_root(root)).FORMULAS)
 
 
 def evaluate(formula_id: str, root=None, **inputs):
-    """Evaluate one formula numerically (no sympy); returns an ``engine.evaluate.FormulaResult``."""
-    from engine import compiled
-    from engine.evaluate import evaluate as run
+    """Evaluate one formula numerically (no sympy); returns an ``engine.numeric.evaluate.FormulaResult``."""
+    from engine.numeric import compiled
+    from engine.numeric.evaluate import evaluate as run
 
     module = compiled.load(_root(root))
     fid = formula_id.strip().upper()
@@ -49,8 +49,8 @@ def evaluate(formula_id: str, root=None, **inputs):
 
 
 def solve(formula_id: str, target: str, root=None, eq=None, le=None, ge=None, **inputs):
-    """Solve a formula for ``target`` symbolically; returns an ``engine.solve.Solution``."""
-    from engine.solve import solve as run
+    """Solve a formula for ``target`` symbolically; returns an ``engine.numeric.solve.Solution``."""
+    from engine.numeric.solve import solve as run
 
     relations = [(name, value) for name, value in (("eq", eq), ("le", le), ("ge", ge)) if value is not None]
     if len(relations) > 1:
@@ -65,8 +65,8 @@ def solve(formula_id: str, target: str, root=None, eq=None, le=None, ge=None, **
 
 def check(root=None) -> list:
     """Every integrity problem of a root (an empty list when it is clean)."""
-    from engine import integrity
-    from engine.knowledge import Knowledge
+    from engine.check import integrity
+    from engine.kb.knowledge import Knowledge
 
     return integrity.check(Knowledge.load(_root(root), strict=False))
 
@@ -82,13 +82,13 @@ class CalculatorHandle:
 
     ``run`` takes formula symbols as keyword arguments (numbers in the symbol's unit, or
     strings with a unit or a range, as ``--set`` takes them) plus ``model=`` and ``device=``
-    presets, and returns an ``engine.calculators.CalcResult`` (``.outputs``, ``.to_json()``,
+    presets, and returns an ``engine.numeric.calculators.CalcResult`` (``.outputs``, ``.to_json()``,
     ``_repr_markdown_`` for notebooks). ``sweep`` returns (xs, {output: array}).
     """
 
     def __init__(self, record: dict, root):
-        from engine import calculators
-        from engine.calculators import Calculator
+        from engine.numeric import calculators
+        from engine.numeric.calculators import Calculator
 
         calculators.MARKDOWN = _markdown
         self.record = record
@@ -103,8 +103,9 @@ class CalculatorHandle:
         return f"<calculator {self.id}: {self.title}>"
 
     def run(self, model: str | None = None, device: str | None = None, precision: str = "bf16", **inputs):
-        from engine import compiled, presets
-        from engine.calculators import run
+        from engine.domain import presets
+        from engine.numeric import compiled
+        from engine.numeric.calculators import run
 
         found = presets.precision_values(precision)  # kv_bytes follows the precision unless given
         if model or device:
@@ -112,7 +113,7 @@ class CalculatorHandle:
         return run(self.calc, compiled.load(self.root), inputs, found)
 
     def sweep(self, name: str, low: float, high: float, points: int = 32, log: bool = False, model=None, device=None, precision="bf16", **inputs):
-        from engine.calculators import sweep
+        from engine.numeric.calculators import sweep
 
         if name in inputs:
             raise InputError(name, "is swept; do not also give it as an input")
@@ -122,7 +123,7 @@ class CalculatorHandle:
 
 def calculators(root=None) -> dict[str, CalculatorHandle]:
     """Every declared calculator (name -> handle)."""
-    from engine.calculators import load_records
+    from engine.numeric.calculators import load_records
 
     root = _root(root)
     return {cid.split(":", 1)[1]: CalculatorHandle(rec, root) for cid, rec in sorted(load_records(root).items())}

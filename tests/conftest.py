@@ -22,7 +22,7 @@ def _private_cache_dir(tmp_path_factory):
 @pytest.fixture(scope="session")
 def module():
     """The compiled formula module of the shipped knowledge (numeric only, no sympy at call time)."""
-    from engine import compiled
-    from engine.paths import shipped_root
+    from engine.core.paths import shipped_root
+    from engine.numeric import compiled
 
     return compiled.load(shipped_root())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine import api
-from engine.errors import InputError
+from engine.core.errors import InputError
 
 
 def test_evaluate_takes_numbers_and_unit_strings():

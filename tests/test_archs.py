@@ -1,4 +1,4 @@
-"""engine.archs and ``aiinfra arch``: the book's reference architectures ra-01..ra-07 run through the calculators.
+"""engine.domain.archs and ``aiinfra arch``: the book's reference architectures ra-01..ra-07 run through the calculators.
 
 Every expected number is hand arithmetic written beside it, from the book's reference-architecture
 files (cdavid817/AI-Infra reference-architectures/ra-0N-*.md, BOOK.md section 7) with the book's own
@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from engine import archs
 from engine.cli.main import main
-from engine.errors import InputError
-from engine.paths import shipped_root
+from engine.core.errors import InputError
+from engine.core.paths import shipped_root
+from engine.domain import archs
 
 ROOT = shipped_root()
 DAY = 86400.0
-YEAR = 365 * DAY  # engine.units: yr = 365 d
+YEAR = 365 * DAY  # engine.core.units: yr = 365 d
 GiB = 2**30
 
 
@@ -71,7 +71,7 @@ def test_every_tier_resolves():
 
 def test_every_tier_resolves_from_a_loaded_knowledge():
     """The form ``aiinfra check`` calls: problems(k) with the Knowledge it has loaded."""
-    from engine.knowledge import Knowledge
+    from engine.kb.knowledge import Knowledge
 
     assert archs.problems(Knowledge.load(ROOT, strict=False)) == []
 

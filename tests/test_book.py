@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from engine.knowledge import Knowledge
+from engine.kb.knowledge import Knowledge
 
 K = Knowledge.load(None, strict=False)
 

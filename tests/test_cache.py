@@ -1,4 +1,4 @@
-"""engine.cache: the cache is code, so only the user's own, intact files are ever run.
+"""engine.core.cache: the cache is code, so only the user's own, intact files are ever run.
 
 Each test plants a code file under the exact name the loader would read, whose code writes
 a marker file when run; the test then checks the marker is absent and the module came from
@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import cache, compiled
+from engine.core import cache
+from engine.numeric import compiled
 
 REPO = Path(__file__).resolve().parent.parent
 GOOD = Path(__file__).parent / "fixtures" / "roots" / "good"
@@ -158,7 +159,7 @@ def test_a_new_folder_is_private(folder):
 
 def test_json_caches_hold_no_code(folder):
     # the calculator records once carried generated Python (failure_boundaries[]._source) run by exec
-    from engine.calculators import cached_records
+    from engine.numeric.calculators import cached_records
 
     records = cached_records(REPO)
     assert records
@@ -170,7 +171,7 @@ def test_json_caches_hold_no_code(folder):
 
 
 def test_an_edited_json_cache_is_discarded(folder):
-    from engine.calculators import cached_records
+    from engine.numeric.calculators import cached_records
 
     first = cached_records(REPO)
     path = next(folder.glob("calculators_*.json"))

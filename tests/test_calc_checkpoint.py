@@ -17,10 +17,10 @@ import math
 
 import pytest
 
-from engine.calculators import Calculator, load_records, run
 from engine.cli.main import main
-from engine.errors import InputError
-from engine.paths import shipped_root
+from engine.core.errors import InputError
+from engine.core.paths import shipped_root
+from engine.numeric.calculators import Calculator, load_records, run
 
 BOOK_70B = dict(params=70e9, ckpt_bandwidth_basis="client_backend", ckpt_client_bandwidth="100GB/s",
                 ckpt_backend_bandwidth="50GB/s", mtbf="24h")

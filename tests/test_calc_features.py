@@ -20,7 +20,7 @@ import pytest
 
 from engine import api
 from engine.cli.main import main
-from engine.errors import InputError
+from engine.core.errors import InputError
 
 # KV budget per GPU with the presets, by hand (vLLM rule, FX72, from the driver-reported total):
 #   79.18 GiB x 0.9 - 2 B x 8,190,735,360 - 2 GiB = 76,516,986,691.6 - 16,381,470,720 - 2,147,483,648 = 57,988,032,323.6 B

@@ -19,10 +19,10 @@ import json
 
 import pytest
 
-from engine.calculators import Calculator, load_records, run
 from engine.cli.main import main
-from engine.errors import InputError
-from engine.paths import shipped_root
+from engine.core.errors import InputError
+from engine.core.paths import shipped_root
+from engine.numeric.calculators import Calculator, load_records, run
 
 GiB = 2**30
 

@@ -1,4 +1,4 @@
-"""engine.calculators: chains derived from the formula graph, ranges, boundaries, integrity.
+"""engine.numeric.calculators: chains derived from the formula graph, ranges, boundaries, integrity.
 
 Every expected number is hand arithmetic written beside it, from the cited public source.
 """
@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from engine import calculators
-from engine.calculators import Calculator, Graph, load_records, run
-from engine.errors import InputError
-from engine.integrity import check
-from engine.knowledge import Knowledge
-from engine.paths import shipped_root
+from engine.check.integrity import check
+from engine.core.errors import InputError
+from engine.core.paths import shipped_root
+from engine.kb.knowledge import Knowledge
+from engine.numeric import calculators
+from engine.numeric.calculators import Calculator, Graph, load_records, run
 
 GiB = 2**30
 
@@ -265,7 +265,7 @@ def test_integrity_reports_broken_calculators(knowledge):
 
 def test_check_runs_the_calculator_rule(tmp_path, monkeypatch):
     # a root with the shipped formulas but no chapters: the calculator's sections cannot resolve
-    from engine import integrity
+    from engine.check import integrity
 
     monkeypatch.setattr(integrity, "_examples", lambda k: [])  # the worked examples are another rule's (and slow)
     (tmp_path / "formulas").symlink_to(shipped_root() + "/formulas")
@@ -289,7 +289,7 @@ def test_reach_stops_at_declared_inputs(module, records):
 
 def test_check_runs_calculator_worked_examples(tmp_path, monkeypatch):
     # the shipped kv-concurrency example with a wrong expectation (93 instead of the hand-computed 92)
-    from engine import integrity
+    from engine.check import integrity
 
     monkeypatch.setattr(integrity, "_examples", lambda k: [])
     (tmp_path / "formulas").symlink_to(shipped_root() + "/formulas")

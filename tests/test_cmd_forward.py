@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import ledger
 from engine.cli import cmd_forward
 from engine.cli.main import build_parser, main
+from engine.domain import ledger
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -156,7 +156,7 @@ def test_device_ids_are_case_insensitive(capsys, hw, typed):
 
 
 def test_the_site_hardware_page_explains_the_memory_figures(hw):
-    from engine.hardware import MEMORY_FIGURES
+    from engine.domain.hardware import MEMORY_FIGURES
     from engine.site.data import load as load_site_data
     from engine.site.knowledge_pages import hardware_table
 

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from engine.cli.main import main
-from engine.knowledge import Knowledge
+from engine.kb.knowledge import Knowledge
 
 ROOT = Path(__file__).resolve().parents[1]
 

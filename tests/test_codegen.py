@@ -1,4 +1,4 @@
-"""engine.codegen and engine.symbolic: both are built from one parsed Node and must agree.
+"""engine.core.codegen and engine.core.symbolic: both are built from one parsed Node and must agree.
 
 The generated Python (math and NumPy flavours) and the SymPy expression are evaluated at the
 same points; a few values are also checked against hand arithmetic. monotonicity() is
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from engine import codegen, symbolic
-from engine.expr import parse
+from engine.core import codegen, symbolic
+from engine.core.expr import parse
 
 DOMAINS = {"a": "positive", "b": "positive", "x": "positive", "r": "real", "f": "fraction", "k": "positive_integer"}
 TABLE = symbolic.make_symbols(DOMAINS)

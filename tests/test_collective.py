@@ -1,4 +1,4 @@
-"""engine.collective: schedules replayed for correctness, bytes and times against FX1/FX50 and hand arithmetic.
+"""engine.domain.collective: schedules replayed for correctness, bytes and times against FX1/FX50 and hand arithmetic.
 
 Sources: NVIDIA nccl-tests doc/PERFORMANCE.md (@03a204a1) for the per-rank traffic factors
 (busbw = algbw × 2(n − 1)/n for AllReduce, × (n − 1)/n for ReduceScatter, AllGather and
@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import pytest
 
-from engine import collective as C
-from engine import compiled
-from engine.errors import InputError
-from engine.paths import shipped_root
+from engine.core.errors import InputError
+from engine.core.paths import shipped_root
+from engine.domain import collective as C
+from engine.numeric import compiled
 
 GiB = 2**30
 MiB = 2**20

@@ -1,4 +1,4 @@
-"""engine.compiled: the cached formula module, its key, its rebuilds, and its light imports.
+"""engine.numeric.compiled: the cached formula module, its key, its rebuilds, and its light imports.
 
 Every test points AIINFRA_CACHE_DIR at its own tmp folder (and the temporary folder inside
 tmp_path too, to show it is never used), so the cache starts empty and nothing outside
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import compiled
-from engine.errors import KnowledgeError
-from engine.evaluate import evaluate
+from engine.core.errors import KnowledgeError
+from engine.numeric import compiled
+from engine.numeric.evaluate import evaluate
 
 ROOTS = Path(__file__).parent / "fixtures" / "roots"
 GOOD = ROOTS / "good"
@@ -189,8 +189,8 @@ def test_a_missing_root_raises_even_when_an_empty_root_is_cached(cache, tmp_path
 
 PROBE = """
 import json, sys
-from engine import compiled
-from engine.evaluate import evaluate
+from engine.numeric import compiled
+from engine.numeric.evaluate import evaluate
 module = compiled.load(sys.argv[1])
 result = evaluate(module.FORMULAS["F1"], module, {"layers": 36, "kv_heads": 8, "head_dim": 128})
 print(json.dumps({"value": result.outputs["kv_bytes_per_token"].value,

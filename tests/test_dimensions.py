@@ -1,13 +1,13 @@
-"""engine.dimensions: the dimension walker accepts consistent expressions and names the bad term."""
+"""engine.core.dimensions: the dimension walker accepts consistent expressions and names the bad term."""
 
 from __future__ import annotations
 
 import pytest
 
-from engine.dimensions import dimension_of
-from engine.errors import DimensionError
-from engine.expr import parse
-from engine.units import DIMENSIONLESS, format_dims, parse_unit
+from engine.core.dimensions import dimension_of
+from engine.core.errors import DimensionError
+from engine.core.expr import parse
+from engine.core.units import DIMENSIONLESS, format_dims, parse_unit
 
 UNITS = {"m": "B", "t": "s", "n": "1", "bw": "B/s", "f": "FLOP", "p": "W"}
 DIMS = {name: parse_unit(unit).dims for name, unit in UNITS.items()}

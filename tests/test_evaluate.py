@@ -1,4 +1,4 @@
-"""engine.evaluate: numeric evaluation of compiled formulas, points and ranges.
+"""engine.numeric.evaluate: numeric evaluation of compiled formulas, points and ranges.
 
 The formulas are built here from raw records (no files) and compiled once for the module.
 Expected numbers are hand arithmetic written next to each assertion; error tests compare
@@ -11,10 +11,10 @@ import math
 
 import pytest
 
-from engine import compiled
-from engine.errors import EvaluationError, InputError
-from engine.evaluate import evaluate
-from engine.formulas import FormulaSet, build_formula
+from engine.core.errors import EvaluationError, InputError
+from engine.kb.formulas import FormulaSet, build_formula
+from engine.numeric import compiled
+from engine.numeric.evaluate import evaluate
 
 GIB = 2**30  # 1 GiB = 1073741824 B
 

@@ -1,4 +1,4 @@
-"""engine.expr: the whitelisted expression parser refuses everything outside its grammar.
+"""engine.core.expr: the whitelisted expression parser refuses everything outside its grammar.
 
 Refusals compare the project's own reason text (STYLE.md habit 7). The random-text tests
 accept exactly two outcomes: a Node, or an ExprError.
@@ -13,9 +13,9 @@ import sympy as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import symbolic
-from engine.errors import ExprError
-from engine.expr import MAX_DEPTH, MAX_LENGTH, Node, constant_value, parse, parse_condition
+from engine.core import symbolic
+from engine.core.errors import ExprError
+from engine.core.expr import MAX_DEPTH, MAX_LENGTH, Node, constant_value, parse, parse_condition
 
 ABX = frozenset({"a", "b", "x"})
 ALLOWED = "(expected numbers, declared symbols, + - * / **, comparisons and sqrt, log, exp, ceiling, floor, Min, Max, Abs, Piecewise)"

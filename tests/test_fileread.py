@@ -1,4 +1,4 @@
-"""engine.fileread: only regular files, at most a cap of bytes; and the places that read knowledge roots through it."""
+"""engine.core.fileread: only regular files, at most a cap of bytes; and the places that read knowledge roots through it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.fileread import FileRefused, read_regular
+from engine.core.fileread import FileRefused, read_regular
 
 
 def _in_thread(fn, timeout: float = 10.0):
@@ -65,9 +65,9 @@ def test_a_missing_file_raises_oserror(tmp_path):
 
 
 def test_a_fifo_in_a_knowledge_root_is_a_problem_and_the_cache_key_does_not_block(tmp_path):
-    from engine import compiled
-    from engine.errors import KnowledgeError
-    from engine.knowledge import Knowledge
+    from engine.core.errors import KnowledgeError
+    from engine.kb.knowledge import Knowledge
+    from engine.numeric import compiled
 
     for folder, name in (("formulas", "f.yaml"), ("knowledge", "k.yaml")):
         (tmp_path / folder).mkdir()

@@ -1,4 +1,4 @@
-"""engine.formulas: every shipped worked example reproduces its cited value; symbol rules hold.
+"""engine.kb.formulas: every shipped worked example reproduces its cited value; symbol rules hold.
 
 The expected values live in the YAML next to their sources (paper tables, datasheets,
 official configs, the book's worked numbers, hand arithmetic); this test evaluates each
@@ -11,10 +11,10 @@ import math
 
 import pytest
 
-from engine import compiled
-from engine.evaluate import evaluate
-from engine.formulas import FormulaSet, build_formula
-from engine.knowledge import Knowledge
+from engine.kb.formulas import FormulaSet, build_formula
+from engine.kb.knowledge import Knowledge
+from engine.numeric import compiled
+from engine.numeric.evaluate import evaluate
 
 SHIPPED = Knowledge.load(None, strict=False)
 EXAMPLES = [(f.id, i) for f in SHIPPED.formulas for i in range(len(f.examples))]

@@ -3,7 +3,7 @@
 Random expressions (numbers, declared symbols, operators, the allowed functions, Piecewise,
 and junk text spliced in) go through parse, the SymPy build, the dimension check and the
 code generator; random quantity strings go through parse_quantity. The contract: each
-either succeeds or raises one of the project's error classes (engine/errors.py), never
+either succeeds or raises one of the project's error classes (engine/core/errors.py), never
 anything else. The budget is fixed (derandomized, a set number of examples) so the test
 is repeatable and stays within a few seconds.
 """
@@ -15,11 +15,11 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import codegen, symbolic
-from engine.dimensions import dimension_of
-from engine.errors import AiinfraError
-from engine.expr import parse
-from engine.units import parse_quantity, parse_unit
+from engine.core import codegen, symbolic
+from engine.core.dimensions import dimension_of
+from engine.core.errors import AiinfraError
+from engine.core.expr import parse
+from engine.core.units import parse_quantity, parse_unit
 
 DOMAINS = {"a": "positive", "b": "nonnegative", "n": "positive_integer", "f": "fraction", "r": "real", "t": "positive"}
 UNITS = {"a": "B", "b": "B", "n": "1", "f": "1", "r": "1", "t": "s"}

@@ -1,4 +1,4 @@
-"""engine.graph: the KnowledgeGraph built from the tiny fixture roots.
+"""engine.kb.graph: the KnowledgeGraph built from the tiny fixture roots.
 
 Every count below is worked out by hand from the fixture YAML (tests/fixtures/roots/<name>/),
 never read back from the engine. ``good`` in one line: book:infra; chapters ch3 (section 3.4),
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.graph import KnowledgeGraph
-from engine.knowledge import Knowledge
+from engine.kb.graph import KnowledgeGraph
+from engine.kb.knowledge import Knowledge
 
 ROOTS = Path(__file__).parent / "fixtures" / "roots"
 

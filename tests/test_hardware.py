@@ -1,4 +1,4 @@
-"""engine/hardware.py and knowledge/hardware/: datasheet peaks, units, and the refusals.
+"""engine/domain/hardware.py and knowledge/hardware/: datasheet peaks, units, and the refusals.
 
 Every expected number is the vendor's figure named beside it (the same document the record
 cites), or hand arithmetic on such figures written next to it.
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from engine import hardware
-from engine.errors import InputError
-from engine.knowledge import Knowledge
+from engine.core.errors import InputError
+from engine.domain import hardware
+from engine.kb.knowledge import Knowledge
 
 ROOT = Path(__file__).resolve().parents[1]
 HW_FILES = sorted((ROOT / "knowledge" / "hardware").glob("*.yaml"))

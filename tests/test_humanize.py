@@ -1,6 +1,6 @@
-"""engine.humanize: friendly numbers and second readings for text and Markdown output.
+"""engine.core.humanize: friendly numbers and second readings for text and Markdown output.
 
-Expected strings are worked out by hand from the rules in engine/humanize.py: integers
+Expected strings are worked out by hand from the rules in engine/core/humanize.py: integers
 below 1e7 print exactly (grouped by a narrow no-break space, U+202F, from 10 000 up);
 otherwise 4 significant digits, in exponent form outside [1e-3, 1e6).
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.humanize import friendly, number
+from engine.core.humanize import friendly, number
 
 NB = "\u202f"  # narrow no-break space, the thousands separator
 

@@ -1,10 +1,10 @@
-"""engine.ids: one parser and one formatter for every kind of id (DESIGN.md, "Ids")."""
+"""engine.core.ids: one parser and one formatter for every kind of id (DESIGN.md, "Ids")."""
 
 from __future__ import annotations
 
 import pytest
 
-from engine.ids import Id, Kind, format_id, parse_id, parse_user_id
+from engine.core.ids import Id, Kind, format_id, parse_id, parse_user_id
 
 ANY = "F8, infra:ch22, infra:22.6 or kind:name such as concept:roofline"
 

@@ -1,4 +1,4 @@
-"""engine.integrity and engine.knowledge: each broken fixture root gives its named violation.
+"""engine.check.integrity and engine.kb.knowledge: each broken fixture root gives its named violation.
 
 The expected lines are the project's own message text (STYLE.md habit 7: tests assert the
 exact text); the fixture roots under tests/fixtures/roots/ are each one mistake away from
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import integrity
-from engine.knowledge import Knowledge
+from engine.check import integrity
+from engine.kb.knowledge import Knowledge
 
 ROOTS = Path(__file__).parent / "fixtures" / "roots"
 
@@ -62,7 +62,7 @@ def test_backward_path_names_every_step_it_jumps_over():
 
 
 def test_strict_load_raises_with_every_problem():
-    from engine.errors import KnowledgeError
+    from engine.core.errors import KnowledgeError
 
     with pytest.raises(KnowledgeError) as info:
         Knowledge.load(ROOTS / "duplicate_id")

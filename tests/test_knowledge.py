@@ -1,7 +1,7 @@
-"""engine.knowledge: what ``Knowledge.load`` makes of small roots written into tmp_path.
+"""engine.kb.knowledge: what ``Knowledge.load`` makes of small roots written into tmp_path.
 
 Each root holds one mistake (or one rule) and the test compares the whole problem list,
-in the project's own message text (engine/knowledge.py). Line numbers are counted by hand
+in the project's own message text (engine/kb/knowledge.py). Line numbers are counted by hand
 in the YAML written here.
 """
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import KnowledgeError, Problem
-from engine.knowledge import Knowledge
+from engine.core.errors import KnowledgeError, Problem
+from engine.kb.knowledge import Knowledge
 
 ROOTS = Path(__file__).parent / "fixtures" / "roots"
 KINDS = "books, chapters, concepts, paths, actions"

@@ -1,4 +1,4 @@
-"""engine.ledger: the per-operator forward ledger of the shipped operator templates.
+"""engine.domain.ledger: the per-operator forward ledger of the shipped operator templates.
 
 Model records are built here from the official config fields in
 /work/shared/data/model-configs.json (Hugging Face config.json of Qwen/Qwen3-8B@b968826d,
@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from engine import compiled, ledger
-from engine.errors import InputError, KnowledgeError
-from engine.evaluate import evaluate
-from engine.knowledge import Knowledge
+from engine.core.errors import InputError, KnowledgeError
+from engine.domain import ledger
+from engine.kb.knowledge import Knowledge
+from engine.numeric import compiled
+from engine.numeric.evaluate import evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""engine/models.py: import from config.json, parameter counts from FX10-FX18, KV bytes from F8.
+"""engine/domain/models.py: import from config.json, parameter counts from FX10-FX18, KV bytes from F8.
 
 Every expected number is a published count (named in the shipped record or beside the
 assertion) or hand arithmetic on published config fields written next to it.
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.errors import InputError, KnowledgeError
-from engine.models import import_config, kv_bytes_per_token, load_models, parameter_count
+from engine.core.errors import InputError, KnowledgeError
+from engine.domain.models import import_config, kv_bytes_per_token, load_models, parameter_count
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_FILES = sorted((ROOT / "knowledge" / "models").glob("*.yaml"))
@@ -188,7 +188,7 @@ def refusal(cfg: dict) -> str:
 
 def test_unknown_key_is_refused_by_name(models):
     cfg = dict(record(models, "qwen3-8b")["config"], attention_sink_size=4)
-    assert refusal(cfg) == ("attention_sink_size: is not a known config.json key: add it to KNOWN in engine/models.py "
+    assert refusal(cfg) == ("attention_sink_size: is not a known config.json key: add it to KNOWN in engine/domain/models.py "
                             "if it shapes the architecture, or to IGNORED if it does not")
 
 
@@ -289,6 +289,6 @@ def test_import_does_not_change_its_input(models):
 
 def test_a_value_of_the_wrong_type_is_refused_with_its_field(models):
     cfg = dict(record(models, "qwen3-8b")["config"], tie_word_embeddings="no")
-    assert refusal(cfg) == "config.tie_word_embeddings: expected boolean, got str 'no' (the record would not fit engine/schemas/model.json)"
+    assert refusal(cfg) == "config.tie_word_embeddings: expected boolean, got str 'no' (the record would not fit engine/kb/schemas/model.json)"
     cfg = dict(record(models, "qwen3-8b")["config"], hidden_size=4096.0)
     assert refusal(cfg) == "hidden_size: expected a whole number >= 1, got 4096.0"

@@ -1,4 +1,4 @@
-"""engine.progress: a line per long phase on stderr when it is a terminal, nothing otherwise (issue 11)."""
+"""engine.core.progress: a line per long phase on stderr when it is a terminal, nothing otherwise (issue 11)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import io
 import sys
 from pathlib import Path
 
-from engine import compiled
 from engine.cli.main import main
-from engine.progress import note
+from engine.core.progress import note
+from engine.numeric import compiled
 
 GOOD = str(Path(__file__).parent / "fixtures" / "roots" / "good")
 

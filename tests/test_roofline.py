@@ -1,4 +1,4 @@
-"""engine/roofline.py and ``aiinfra roofline``: bounds by hand arithmetic on datasheet peaks.
+"""engine/domain/roofline.py and ``aiinfra roofline``: bounds by hand arithmetic on datasheet peaks.
 
 H100 SXM: 989.4e12 FLOP/s dense BF16 (Hopper whitepaper) and 3.35e12 B/s (datasheet), so
 the ridge is 989.4 / 3.35 = 295.34 FLOP/B. Every other number is worked out beside its test.
@@ -13,9 +13,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from engine import hardware, roofline
 from engine.cli.main import main
-from engine.knowledge import Knowledge
+from engine.domain import hardware, roofline
+from engine.kb.knowledge import Knowledge
 
 ROOT = Path(__file__).resolve().parents[1]
 H100_PEAK, H100_BW = 989.4e12, 3.35e12
@@ -207,8 +207,8 @@ def test_cli_bad_input_is_one_line_and_exit_2(capsys, hw, case):
 
 
 def test_model_mode_bounds_every_operator_of_the_ledger(capsys, k):
-    if not roofline.ledger_available():  # pragma: no cover - engine/ledger.py is written alongside
-        pytest.skip("engine/ledger.py is not present")
+    if not roofline.ledger_available():  # pragma: no cover - engine/domain/ledger.py is written alongside
+        pytest.skip("engine/domain/ledger.py is not present")
     code, out, err = run(["roofline", "--device", "h100-sxm", "--model", "qwen3-8b", "--tokens", "1", "--history", "128", "--format", "json"], capsys)
     assert (code, err) == (0, "")
     data = json.loads(out)
@@ -226,7 +226,7 @@ def test_model_mode_bounds_every_operator_of_the_ledger(capsys, k):
 
 def test_model_mode_text(capsys):
     if not roofline.ledger_available():  # pragma: no cover
-        pytest.skip("engine/ledger.py is not present")
+        pytest.skip("engine/domain/ledger.py is not present")
     code, out, _ = run(["roofline", "--device", "a100-sxm-80gb", "--model", "qwen3-8b", "--tokens", "16"], capsys)
     assert code == 0
     assert out.startswith("Roofline of qwen3-8b on hw:a100-sxm-80gb: bf16 dense (fp32 accumulate, tensor_core) 312TFLOPS, 2039GB/s, ridge 153 FLOP/B")
@@ -237,7 +237,7 @@ def test_model_mode_without_the_ledger_is_a_clear_refusal(capsys, hw, monkeypatc
     monkeypatch.setattr(roofline, "ledger_available", lambda: False)
     code, _, err = run([*hw, "roofline", "--device", "h100-sxm", "--model", "qwen3-8b", "--tokens", "1"], capsys)
     assert code == 2
-    assert err == "aiinfra: error: --model: the per-operator forward ledger (engine/ledger.py) is not available in this installation yet\n"
+    assert err == "aiinfra: error: --model: the per-operator forward ledger (engine/domain/ledger.py) is not available in this installation yet\n"
 
 
 def test_hardware_only_root_still_has_the_roofline_formulas(tmp_path, capsys):

@@ -1,6 +1,6 @@
-"""engine.schema: JSON Schema checks of raw records, placed at file:line:col with a field path.
+"""engine.kb.schema: JSON Schema checks of raw records, placed at file:line:col with a field path.
 
-Messages are the project's own text (engine/schema.py ``_message``); tests compare whole
+Messages are the project's own text (engine/kb/schema.py ``_message``); tests compare whole
 strings (STYLE.md habit 7). Records are built as plain dicts (no place beyond the file
 name) or read from YAML written to tmp files (placed at the offending value).
 """
@@ -11,9 +11,9 @@ import copy
 
 import pytest
 
-from engine.errors import Problem
-from engine.schema import field_path, validate
-from engine.yamlio import load_yaml
+from engine.core.errors import Problem
+from engine.kb.schema import field_path, validate
+from engine.kb.yamlio import load_yaml
 
 NUMBER_HINT = '(quote ids and section numbers: "4.10" is not 4.1)'
 DOMAINS = "positive, nonnegative, positive_integer, nonnegative_integer, fraction, positive_fraction, fraction_below_one, ge_one, ge_two_integer, real, categorical"

@@ -22,7 +22,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from engine.paths import shipped_root
+from engine.core.paths import shipped_root
 
 HERE = Path(__file__).parent
 FIXTURE = HERE / "fixtures" / "site_root"
@@ -142,7 +142,7 @@ def shipped():
 
 def _numbers(given: dict, spec_of) -> dict:
     """Values as a form hands them over: numbers in the symbol's declared unit, categories as text."""
-    from engine.evaluate import read_input
+    from engine.numeric.evaluate import read_input
 
     out = {}
     for name, raw in given.items():
@@ -152,7 +152,7 @@ def _numbers(given: dict, spec_of) -> dict:
 
 
 def test_every_worked_example_in_javascript_equals_python(shipped, tmp_path):
-    from engine.evaluate import evaluate
+    from engine.numeric.evaluate import evaluate
 
     data, script = shipped
     cases, expected = [], []
@@ -225,14 +225,14 @@ def tree_inputs(fields: list[dict], source: dict) -> dict:
 
 
 def _presets(data):
-    from engine import presets
+    from engine.domain import presets
 
     return {n: v for n, (v, _src) in presets.load(data.root, "llama-3.1-70b", "h100-sxm").items()}
 
 
 def test_calculators_in_javascript_equal_python(shipped, tmp_path):
-    from engine.calculators import Graph, run
-    from engine.errors import InputError
+    from engine.core.errors import InputError
+    from engine.numeric.calculators import Graph, run
     from engine.site.calculator_pages import form_spec
 
     data, script = shipped
@@ -259,7 +259,7 @@ def test_calculators_in_javascript_equal_python(shipped, tmp_path):
 
 
 def test_tree_walks_in_javascript_reach_the_python_leaf(shipped, tmp_path):
-    from engine.errors import AiinfraError
+    from engine.core.errors import AiinfraError
     from engine.site.trees import _runner, walker_spec
 
     data, script = shipped
@@ -421,7 +421,7 @@ def test_tree_page_lists_flip_boundaries_in_closed_form():
     # pd-disaggregation's transfer node: prompt_tokens * kv_bytes_per_token / kv_link_bandwidth <= prefill_time
     # flips where prompt_tokens = kv_link_bandwidth * prefill_time / kv_bytes_per_token (solved by hand);
     # its scale node flips at the book's 32-card entry rule (parameter pd_min_gpus = 32)
-    from engine.paths import shipped_root
+    from engine.core.paths import shipped_root
     from engine.site import trees as site_trees
     from engine.site.data import load as load_site_data
 

@@ -1,6 +1,6 @@
-"""engine.solve: closed forms, --eq values and inequality intervals, in the symbols' declared units.
+"""engine.numeric.solve: closed forms, --eq values and inequality intervals, in the symbols' declared units.
 
-Formulas are built from dicts with engine.formulas.build_formula (no files). ``F2`` has the
+Formulas are built from dicts with engine.kb.formulas.build_formula (no files). ``F2`` has the
 shape of the book's training-duration formula (formulas/compute.yaml, Appendix B.2.1):
 train_time = train_flops / (n_gpus * peak_flops * mfu). Every expected number is hand
 arithmetic written beside it.
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from engine.errors import InputError
-from engine.formulas import build_formula
-from engine.solve import solve
+from engine.core.errors import InputError
+from engine.kb.formulas import build_formula
+from engine.numeric.solve import solve
 
 
 def make(fid: str, output: dict, symbols: dict, expr: str | None = None, **extra):

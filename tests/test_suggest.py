@@ -1,8 +1,8 @@
-"""engine.suggest: the case-insensitive match and the "did you mean" text every look-up uses."""
+"""engine.core.suggest: the case-insensitive match and the "did you mean" text every look-up uses."""
 
 from __future__ import annotations
 
-from engine.suggest import close, did_you_mean, known, match
+from engine.core.suggest import close, did_you_mean, known, match
 
 DEVICES = ["a100-sxm-80gb", "h100-nvl", "h100-pcie", "h100-sxm", "h200"]
 

@@ -1,6 +1,6 @@
-"""engine.symbolic: the SymPy builder refuses what SymPy finds undefined; monotonicity runs under a time budget.
+"""engine.core.symbolic: the SymPy builder refuses what SymPy finds undefined; monotonicity runs under a time budget.
 
-The parser (engine.expr) refuses constant cases; these are the ones only SymPy's own
+The parser (engine.core.expr) refuses constant cases; these are the ones only SymPy's own
 simplification reveals, which the compiled-module build reports at the record's file:line.
 """
 
@@ -12,10 +12,11 @@ import time
 import pytest
 import sympy as sp
 
-from engine import compiled, symbolic
-from engine.errors import ExprError, KnowledgeError
-from engine.expr import parse
-from engine.formulas import build_formula
+from engine.core import symbolic
+from engine.core.errors import ExprError, KnowledgeError
+from engine.core.expr import parse
+from engine.kb.formulas import build_formula
+from engine.numeric import compiled
 
 POSITIVE = {"a": "positive", "b": "positive", "x": "positive"}
 

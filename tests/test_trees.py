@@ -1,4 +1,4 @@
-"""engine.trees and engine.trees_symbolic: walks, regions, boundaries, proofs, fixtures.
+"""engine.trees.walk and engine.trees.regions: walks, regions, boundaries, proofs, fixtures.
 
 Every expected number is hand arithmetic written beside it from the cited public source:
 Qwen/Qwen3-8B config.json (36 layers, 8 KV heads, head_dim 128) and its safetensors total of
@@ -16,10 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from engine import compiled, trees, trees_proofs, trees_symbolic
-from engine.errors import EvaluationError, InputError
-from engine.paths import shipped_root
-from engine.trees_symbolic import fourier_motzkin
+from engine.core.errors import EvaluationError, InputError
+from engine.core.paths import shipped_root
+from engine.numeric import compiled
+from engine.trees import proofs as trees_proofs
+from engine.trees import regions as trees_symbolic
+from engine.trees import walk as trees
+from engine.trees.regions import fourier_motzkin
 
 FIXTURES = Path(__file__).parent / "fixtures" / "trees"
 
@@ -43,7 +46,7 @@ def shipped():
 def runner(shipped, module, name):
     calc = None
     if name == "batching-policy":
-        from engine.calculators import load_records
+        from engine.numeric.calculators import load_records
 
         calc = load_records(shipped_root())
     return trees.Runner(shipped[f"tree:{name}"], module, calc)

@@ -22,9 +22,11 @@ import json
 
 import pytest
 
-from engine import trees, trees_proofs, trees_symbolic
 from engine.cli.main import main
-from engine.paths import shipped_root
+from engine.core.paths import shipped_root
+from engine.trees import proofs as trees_proofs
+from engine.trees import regions as trees_symbolic
+from engine.trees import walk as trees
 
 QWEN = 8190735360
 KV = 2 * 36 * 8 * 128 * 2  # 147456 B per token (F8)

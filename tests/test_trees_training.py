@@ -28,9 +28,11 @@ import json
 
 import pytest
 
-from engine import trees, trees_proofs, trees_symbolic
-from engine.errors import InputError
-from engine.paths import shipped_root
+from engine.core.errors import InputError
+from engine.core.paths import shipped_root
+from engine.trees import proofs as trees_proofs
+from engine.trees import regions as trees_symbolic
+from engine.trees import walk as trees
 
 MINE = ["activation-recompute", "finetune-method", "rl-layout", "accelerator-choice", "interconnect-domain", "storage-tier",
         "domestic-migration", "buy-vs-rent", "power-budget", "training-hang-slowdown"]

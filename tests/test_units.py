@@ -1,4 +1,4 @@
-"""engine.units: unit strings, dimensions and ``--set`` quantities (DESIGN.md, "Outputs").
+"""engine.core.units: unit strings, dimensions and ``--set`` quantities (DESIGN.md, "Outputs").
 
 Every expected number is hand arithmetic written next to it; error tests compare the
 project's own message text (STYLE.md habit 7).
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.errors import UnitError
-from engine.units import (
+from engine.core.errors import UnitError
+from engine.core.units import (
     DIMENSIONLESS,
     ONE,
     Quantity,
@@ -29,7 +29,7 @@ KNOWN = (
 
 
 def dims(**powers: float) -> tuple[float, ...]:
-    """Exponents in the order of engine.units.BASE: B, FLOP, s, tokens, requests, J, USD, gCO2e."""
+    """Exponents in the order of engine.core.units.BASE: B, FLOP, s, tokens, requests, J, USD, gCO2e."""
     order = ("B", "FLOP", "s", "tokens", "requests", "J", "USD", "g")
     return tuple(float(powers.get(name, 0)) for name in order)
 
@@ -392,8 +392,8 @@ def test_a_bare_prefix_that_overflows_is_refused(text):
 
 
 def test_an_overflowing_prefix_names_the_set_field():
-    from engine.errors import InputError
-    from engine.evaluate import read_input
+    from engine.core.errors import InputError
+    from engine.numeric.evaluate import read_input
 
     with pytest.raises(InputError) as info:
         read_input("hbm", "1e308E", {"unit": "B"})

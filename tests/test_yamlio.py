@@ -1,4 +1,4 @@
-"""engine.yamlio: duplicate keys refused, every value's line:col kept, YAML 1.2 floats."""
+"""engine.kb.yamlio: duplicate keys refused, every value's line:col kept, YAML 1.2 floats."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine.yamlio import MarkedDict, MarkedList, load_yaml, mark_at
+from engine.kb.yamlio import MarkedDict, MarkedList, load_yaml, mark_at
 
 
 def load(tmp_path: Path, text: str, name: str = "f.yaml"):

@@ -1,4 +1,4 @@
-"""``aiinfra arch list|show ID``: the book's reference architectures (logic in ``engine.archs``; this module parses and prints)."""
+"""``aiinfra arch list|show ID``: the book's reference architectures (logic in ``engine.domain.archs``; this module parses and prints)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def add_parsers(verbs, Parser, shared) -> None:
 
 
 def list_(args) -> int:
-    from engine import archs
+    from engine.domain import archs
 
     records = archs.cached_records(root_of(args))
     rows = []
@@ -59,7 +59,7 @@ def list_(args) -> int:
 
 
 def show(args) -> int:
-    from engine import archs
+    from engine.domain import archs
 
     report = archs.evaluate(root_of(args), args.id)
     if args.format == "json":

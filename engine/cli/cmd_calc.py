@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import sys
 
-from engine import compiled
 from engine.cli.common import emit, parse_sets, publish, root_of, scan_options
 from engine.cli.render import table, to_json
-from engine.errors import InputError
-from engine.humanize import friendly, number, value_range
+from engine.core.errors import InputError
+from engine.core.humanize import friendly, number, value_range
+from engine.numeric import compiled
 
 
 def list_(args) -> int:
-    from engine.calculators import load_records
+    from engine.numeric.calculators import load_records
 
     records = load_records(root_of(args))
     rows = [dict(id=cid, title=r["title"], title_zh=r["title_zh"], outputs=r["outputs"]) for cid, r in sorted(records.items())]
@@ -55,19 +55,19 @@ def fast_args(argv: list[str]):
 
 
 def run(args) -> int:
-    from engine.calculators import Calculator, cached_records
+    from engine.numeric.calculators import Calculator, cached_records
 
     root = root_of(args)
     records = cached_records(root)
     key = f"calc:{args.action.strip().lower()}"
     if key not in records:
-        from engine.suggest import known
+        from engine.core.suggest import known
 
         names = sorted(r.split(":", 1)[1] for r in records)
         raise InputError("CALCULATOR", f"no calculator {args.action!r} ({known(key.split(':', 1)[1], names)})")
     calc = Calculator.from_record(records[key])
     sets = parse_sets(args.sets)
-    from engine import presets as preset_mod
+    from engine.domain import presets as preset_mod
 
     presets = preset_mod.precision_values(args.precision)  # kv_bytes follows --precision unless given
     if getattr(args, "model", None) or getattr(args, "device", None):
@@ -84,7 +84,7 @@ def run(args) -> int:
             raise InputError("--sweep", f"{name} is also given with --set; give it once")
         sets[name] = repr(low)
         result = _run(calc, root, sets, presets)
-        from engine.calculators import sweep
+        from engine.numeric.calculators import sweep
 
         xs, ys = sweep(result, name, low, high, args.points, args.log)
         units = {n: v.unit for n, v in result.outputs.items()}
@@ -100,10 +100,10 @@ def run(args) -> int:
 
 
 def _run(calc, root, sets: dict, presets):
-    """engine.calculators.run; a failure boundary that does not parse names its file:line."""
-    from engine.calculators import Graph, condition_error
-    from engine.calculators import run as run_calc
-    from engine.errors import ExprError
+    """engine.numeric.calculators.run; a failure boundary that does not parse names its file:line."""
+    from engine.core.errors import ExprError
+    from engine.numeric.calculators import Graph, condition_error
+    from engine.numeric.calculators import run as run_calc
 
     module = compiled.load(root)
     try:
@@ -114,14 +114,14 @@ def _run(calc, root, sets: dict, presets):
 
 def _sweep_range(text: str, calc, root) -> tuple[str, float, float]:
     """``batch=1..512`` -> ("batch", 1.0, 512.0) in the symbol's unit (units accepted: ``context_tokens=1k..128k``)."""
-    from engine.errors import UnitError
-    from engine.units import parse_quantity
+    from engine.core.errors import UnitError
+    from engine.core.units import parse_quantity
 
     name, sep, value = text.partition("=")
     name = name.strip()
     if not sep or not name.isidentifier() or ".." not in value:
         raise InputError("--sweep", f"{text!r} is not NAME=LO..HI (e.g. --sweep decode_batch=1..512)")
-    from engine.calculators import Graph
+    from engine.numeric.calculators import Graph
 
     graph = Graph(compiled.load(root))
     if not graph.known(name):
@@ -229,7 +229,7 @@ def _plot_target(path: str) -> tuple[str, str]:
 
 def help_text(record: dict, module) -> str:
     """The inputs of a calculator with units, defaults and descriptions (for ``--help``)."""
-    from engine.calculators import Calculator, Graph
+    from engine.numeric.calculators import Calculator, Graph
 
     calc = Calculator.from_record(record)
     graph = Graph(module)

@@ -10,7 +10,7 @@ def _report_repaired_cache() -> None:
     """check reads the same digest-checked cache the other commands use: say what it repaired."""
     import sys
 
-    from engine import cache
+    from engine.core import cache
 
     if cache.repaired:
         names = ", ".join(sorted(set(cache.repaired)))
@@ -18,10 +18,10 @@ def _report_repaired_cache() -> None:
 
 
 def run(args) -> int:
-    from engine import integrity
-    from engine.knowledge import Knowledge
-    from engine.progress import note
-    from engine.trees import tree_files
+    from engine.check import integrity
+    from engine.core.progress import note
+    from engine.kb.knowledge import Knowledge
+    from engine.trees.walk import tree_files
 
     note("loading the knowledge root...")
     knowledge = Knowledge.load(root_of(args), strict=False)

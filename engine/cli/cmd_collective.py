@@ -1,7 +1,7 @@
 """``aiinfra collective ring|tree|all-to-all``: a collective's schedule, traffic and alpha-beta time.
 
 Options are read here (quantities with units, the all-to-all routing file); the schedule
-and its costs come from ``engine.collective``; printing is this module's job. ``--format
+and its costs come from ``engine.domain.collective``; printing is this module's job. ``--format
 json`` carries everything (all rounds), ``csv`` the rounds table (one row per transfer),
 ``text`` and ``md`` a summary, the first ``--show-rounds`` rounds, the ranks and the ring
 vs tree crossover.
@@ -9,12 +9,13 @@ vs tree crossover.
 
 from __future__ import annotations
 
-from engine import collective, compiled
 from engine.cli.common import emit, root_of
 from engine.cli.render import table, to_json
-from engine.errors import InputError, UnitError
-from engine.humanize import friendly, number
-from engine.units import parse_quantity
+from engine.core.errors import InputError, UnitError
+from engine.core.humanize import friendly, number
+from engine.core.units import parse_quantity
+from engine.domain import collective
+from engine.numeric import compiled
 
 TRANSFERS_SHOWN = 8
 RANKS_SHOWN = 16
@@ -61,8 +62,8 @@ def _named_pattern(routing: str) -> bool:
 
 
 def read_matrix(path: str) -> object:
-    """The JSON of a source x destination matrix file (checked for shape by engine.collective)."""
-    from engine.config_json import read_json
+    """The JSON of a source x destination matrix file (checked for shape by engine.domain.collective)."""
+    from engine.kb.config_json import read_json
 
     return read_json(path, "--routing", "balanced, hotspot, hotspot:F or a matrix .json file")
 

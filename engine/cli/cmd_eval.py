@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from engine import compiled
 from engine.cli.common import emit, parse_sets, root_of
 from engine.cli.render import table, to_json
-from engine.errors import InputError
-from engine.evaluate import FormulaResult, evaluate
-from engine.humanize import friendly, number, value_range
+from engine.core.errors import InputError
+from engine.core.humanize import friendly, number, value_range
+from engine.numeric import compiled
+from engine.numeric.evaluate import FormulaResult, evaluate
 
 
 def run(args) -> int:
@@ -23,7 +23,7 @@ def formula_id(text: str, table_: dict) -> str:
     """``f8`` and ``F8`` name F8; anything not in the compiled table is an InputError."""
     fid = text.strip().upper()
     if fid not in table_:
-        from engine.suggest import known
+        from engine.core.suggest import known
 
         ids = sorted(table_, key=lambda f: (f.startswith("FX"), int(f.lstrip("FX"))))
         raise InputError("ID", f"no formula {text!r} ({known(fid, ids)})")

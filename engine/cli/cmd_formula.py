@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from engine.cli.common import emit, root_of
 from engine.cli.render import table, to_json
-from engine.errors import InputError
-from engine.humanize import number
-from engine.ids import Kind, parse_user_id
-from engine.knowledge import Knowledge
+from engine.core.errors import InputError
+from engine.core.humanize import number
+from engine.core.ids import Kind, parse_user_id
+from engine.kb.knowledge import Knowledge
 
 
 def list_(args) -> int:
@@ -30,14 +30,14 @@ def find(k: Knowledge, text: str):
     except ValueError as exc:
         raise InputError("ID", str(exc)) from None
     if fid not in k.formulas:
-        from engine.suggest import known
+        from engine.core.suggest import known
 
         raise InputError("ID", f"no formula {fid} ({known(fid, [f.id for f in k.formulas])})")
     return k.formulas.get(fid)
 
 
 def describe(k: Knowledge, f) -> dict:
-    from engine import symbolic
+    from engine.core import symbolic
 
     numeric = {n: s for n, s in f.symbols.items() if not s.categorical}
     table_ = symbolic.make_symbols({n: s.domain for n, s in numeric.items()})

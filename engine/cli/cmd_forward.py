@@ -1,16 +1,17 @@
 """``aiinfra forward`` and ``aiinfra generate``: the per-operator ledger of a model.
 
-Both read the model records and operator templates through ``engine.ledger.load_root``
+Both read the model records and operator templates through ``engine.domain.ledger.load_root``
 (a cached module, so no YAML is read while the files are unchanged) and the compiled
 formulas; neither imports sympy.
 """
 
 from __future__ import annotations
 
-from engine import compiled, ledger
 from engine.cli.common import emit, root_of, scan_options
 from engine.cli.render import table, to_json
-from engine.humanize import friendly, number
+from engine.core.humanize import friendly, number
+from engine.domain import ledger
+from engine.numeric import compiled
 
 COLUMNS = (
     ("name", "operator"), ("shape", "shape"), ("repeats", "x"), ("matrix_flops", "matrix FLOP"),
@@ -88,7 +89,7 @@ def routing_of(text: str):
     """balanced, concentrated, or the histogram read from a counts.json file."""
     if text in ledger.ROUTINGS:
         return text
-    from engine.config_json import read_json
+    from engine.kb.config_json import read_json
 
     return read_json(text, "--routing", "balanced, concentrated or a counts.json file")
 

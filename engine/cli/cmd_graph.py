@@ -7,7 +7,7 @@ import json
 
 from engine.cli.common import emit, root_of, write_atomic
 from engine.cli.render import table, to_json
-from engine.knowledge import Knowledge
+from engine.kb.knowledge import Knowledge
 
 
 def stats(args) -> int:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from engine import hardware
 from engine.cli.common import emit, root_of
 from engine.cli.render import table, to_json
-from engine.humanize import friendly, number
-from engine.knowledge import Knowledge
+from engine.core.humanize import friendly, number
+from engine.domain import hardware
+from engine.kb.knowledge import Knowledge
 
 LIST_COLUMNS = [("id", "id"), ("vendor", "vendor"), ("name", "name"), ("counted_as", "per"), ("memory", "memory"),
                 ("bandwidth", "bandwidth"), ("bf16", "bf16 dense"), ("fp8", "fp8 dense"), ("tdp", "TDP")]

@@ -8,14 +8,14 @@ import re
 
 from engine.cli.common import emit, root_of, write_atomic
 from engine.cli.render import table, to_json
-from engine.errors import InputError
-from engine.humanize import number
+from engine.core.errors import InputError
+from engine.core.humanize import number
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.+-]*")
 
 
 def list_(args) -> int:
-    from engine.models import load_models, parameter_count
+    from engine.domain.models import load_models, parameter_count
 
     root = root_of(args)
     models = load_models(root)
@@ -42,7 +42,7 @@ def billions(n: int) -> str:
 
 def describe(rec: dict, root) -> dict:
     """The record plus what the engine computes from it (the JSON of ``model show``)."""
-    from engine.models import kv_bytes_per_token, parameter_count
+    from engine.domain.models import kv_bytes_per_token, parameter_count
 
     counted = parameter_count(rec, root)
     ref = rec["parameters"]
@@ -57,7 +57,7 @@ def describe(rec: dict, root) -> dict:
 
 
 def show(args) -> int:
-    from engine.models import find, load_models
+    from engine.domain.models import find, load_models
 
     root = root_of(args)
     d = describe(find(load_models(root), args.id), root)
@@ -118,7 +118,7 @@ def _value(v) -> str:
 
 
 def import_(args) -> int:
-    from engine.models import import_config, to_yaml
+    from engine.domain.models import import_config, to_yaml
 
     config = _read_config(args.config)
     model_id = _model_id(args)
@@ -143,7 +143,7 @@ def import_(args) -> int:
 
 
 def _read_config(path: str) -> dict:
-    from engine.config_json import parse_config, read_bytes
+    from engine.kb.config_json import parse_config, read_bytes
 
     return parse_config(read_bytes(path, "CONFIG_JSON", "a model's config.json"), path)
 

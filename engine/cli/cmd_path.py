@@ -1,5 +1,5 @@
 """``aiinfra path list|show|for|prereq|check``: the books' reading paths, action words and
-chapter prerequisites (logic in ``engine.reading``; this module parses and prints)."""
+chapter prerequisites (logic in ``engine.reading.paths``; this module parses and prints)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def _leaf(p, shared, func: str) -> None:
 
 
 def _load(args):
-    from engine.knowledge import Knowledge
+    from engine.kb.knowledge import Knowledge
 
     return Knowledge.load(root_of(args))
 
@@ -73,7 +73,7 @@ def list_(args) -> int:
 
 # ----------------------------------------------------------------------------- show
 def show(args) -> int:
-    from engine.reading import describe_path, resolve_path
+    from engine.reading.paths import describe_path, resolve_path
 
     k = _load(args)
     d = describe_path(k, resolve_path(k, args.id))
@@ -109,8 +109,8 @@ def _step_note(step: dict) -> str:
 
 # ----------------------------------------------------------------------------- for
 def for_(args) -> int:
-    from engine.errors import InputError
-    from engine.reading import close_titles, describe_action, describe_path, match
+    from engine.core.errors import InputError
+    from engine.reading.paths import close_titles, describe_action, describe_path, match
 
     k = _load(args)
     words = " ".join(args.words).strip()
@@ -153,7 +153,7 @@ def _result_document(r: dict, md: bool) -> str:
 
 # ----------------------------------------------------------------------------- prereq
 def prereq(args) -> int:
-    from engine.reading import prerequisites, resolve_node, titles
+    from engine.reading.paths import prerequisites, resolve_node, titles
 
     k = _load(args)
     ident = resolve_node(k, args.chapter, args.book)
@@ -176,7 +176,7 @@ def prereq(args) -> int:
 
 # ----------------------------------------------------------------------------- check
 def check(args) -> int:
-    from engine.reading import backward_steps
+    from engine.reading.paths import backward_steps
 
     k = _load(args)
     found = backward_steps(k, k.graph())

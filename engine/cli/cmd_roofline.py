@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from engine import hardware, roofline
 from engine.cli.common import emit, root_of
 from engine.cli.render import table, to_json
-from engine.errors import InputError, UnitError
-from engine.humanize import friendly, number
-from engine.knowledge import Knowledge
-from engine.units import parse_quantity
+from engine.core.errors import InputError, UnitError
+from engine.core.humanize import friendly, number
+from engine.core.units import parse_quantity
+from engine.domain import hardware, roofline
+from engine.kb.knowledge import Knowledge
 
 
 def run(args) -> int:
@@ -162,8 +162,8 @@ def _intensity(x: float) -> str:
 
 def _model_mode(args, k, device, selection, module) -> str:
     if not roofline.ledger_available():
-        raise InputError("--model", "the per-operator forward ledger (engine/ledger.py) is not available in this installation yet")
-    from engine import ledger
+        raise InputError("--model", "the per-operator forward ledger (engine/domain/ledger.py) is not available in this installation yet")
+    from engine.domain import ledger
 
     result = ledger.forward(k, args.model, args.tokens, batch=args.batch, history=args.history)
     rows = roofline.operator_bounds(module, result.rows, selection.peak.flops, device.bandwidth)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from engine.cli.common import emit
-from engine.errors import InputError
+from engine.core.errors import InputError
 
 _HERE = "engine.cli.cmd_site"
 
@@ -43,7 +43,7 @@ def add_parsers(verbs, Parser, shared) -> None:
 
 def _build(args) -> dict:
     from engine.cli.common import root_of
-    from engine.progress import note
+    from engine.core.progress import note
     from engine.site.build import build as run
 
     root = root_of(args) if getattr(args, "root", None) is not None else None

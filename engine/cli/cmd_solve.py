@@ -5,12 +5,12 @@ from __future__ import annotations
 from engine.cli.cmd_formula import find
 from engine.cli.common import emit, parse_sets, root_of
 from engine.cli.render import to_json
-from engine.humanize import number
-from engine.knowledge import Knowledge
+from engine.core.humanize import number
+from engine.kb.knowledge import Knowledge
 
 
 def run(args) -> int:
-    from engine.solve import solve
+    from engine.numeric.solve import solve
 
     k = Knowledge.load(root_of(args))
     f = find(k, args.id)

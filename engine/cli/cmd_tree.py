@@ -75,7 +75,7 @@ def add_parsers(verbs, Parser, shared) -> None:
 def list_(args) -> int:
     from engine.cli.common import emit, root_of
     from engine.cli.render import table, to_json
-    from engine.trees import load_trees
+    from engine.trees.walk import load_trees
 
     trees = load_trees(root_of(args))
     rows = [dict(id=t.id, title=t.title, title_zh=t.title_zh, chapters=list(t.chapters), leaves=len(t.leaves)) for _, t in sorted(trees.items())]
@@ -88,7 +88,7 @@ def list_(args) -> int:
 
 def walk(args) -> int:
     from engine.cli.common import emit, parse_sets, root_of
-    from engine.trees import runner
+    from engine.trees.walk import runner
 
     _no_csv(args)
     root = root_of(args)
@@ -103,27 +103,27 @@ def walk(args) -> int:
 
 def regions(args) -> int:
     from engine.cli.common import emit, parse_sets, root_of
-    from engine.trees import find, load_trees, runner
-    from engine.trees_proofs import analyse
+    from engine.trees.proofs import analyse
+    from engine.trees.walk import find, load_trees, runner
 
     _no_csv(args)
     root = root_of(args)
     given = parse_sets(args.sets)
     if args.target is None:
         if given:
-            from engine.errors import InputError
+            from engine.core.errors import InputError
 
             raise InputError("--set", "needs --for VAR (without it the regions are symbolic)")
         tree = find(load_trees(root), args.id)
         report = analyse(root)
         mine = [p for p in report.problems if p.id == tree.id]
         if mine:
-            from engine.errors import KnowledgeError
+            from engine.core.errors import KnowledgeError
 
             raise KnowledgeError(mine)
         emit(_render_regions(tree, report.regions[tree.id], args.format))
         return 0
-    from engine import trees_symbolic
+    from engine.trees import regions as trees_symbolic
 
     run = runner(root, args.id)
     iv, _ = trees_symbolic.intervals(run, args.target, _with_presets(run, given, args, root))
@@ -132,9 +132,9 @@ def regions(args) -> int:
 
 
 def boundary(args) -> int:
-    from engine import trees_symbolic
     from engine.cli.common import emit, parse_sets, root_of
-    from engine.trees import runner
+    from engine.trees import regions as trees_symbolic
+    from engine.trees.walk import runner
 
     _no_csv(args)
     root = root_of(args)
@@ -147,8 +147,8 @@ def boundary(args) -> int:
 def check(args) -> int:
     from engine.cli.common import emit, root_of
     from engine.cli.render import table, to_json
-    from engine.trees import load
-    from engine.trees_proofs import analyse
+    from engine.trees.proofs import analyse
+    from engine.trees.walk import load
 
     root = root_of(args)
     report = analyse(root)
@@ -176,10 +176,10 @@ def check(args) -> int:
 
 
 def _presets(args, root) -> dict | None:
-    """``--model``/``--device`` values (engine.presets), each with its source."""
+    """``--model``/``--device`` values (engine.domain.presets), each with its source."""
     if not (getattr(args, "model", None) or getattr(args, "device", None)):
         return None
-    from engine import presets
+    from engine.domain import presets
 
     return presets.cached(root, args.model, args.device, args.precision)
 
@@ -195,7 +195,7 @@ def _with_presets(run, given: dict, args, root) -> dict:
 
 def _no_csv(args) -> None:
     if args.format == "csv":
-        from engine.errors import InputError
+        from engine.core.errors import InputError
 
         raise InputError("--format", "csv is available for tree list and tree check only (expected text, json or md)")
 
@@ -203,8 +203,8 @@ def _no_csv(args) -> None:
 def _answers(path: str) -> dict[str, object]:
     from pathlib import Path
 
-    from engine.errors import InputError
-    from engine.yamlio import load_yaml, plain
+    from engine.core.errors import InputError
+    from engine.kb.yamlio import load_yaml, plain
 
     if not Path(path).is_file():
         raise InputError("--answers", f"{path!r} is not a file")
@@ -225,7 +225,7 @@ class _TtyPrompt:
     """Asks on stderr, reads stdin; Enter keeps the default. Ctrl-C ends the walk (nothing is written)."""
 
     def ask(self, name: str, info: dict) -> str | None:
-        from engine.humanize import number
+        from engine.core.humanize import number
 
         if info["values"]:
             what = "one of " + "|".join(info["values"])
@@ -249,7 +249,7 @@ class _TtyPrompt:
 
 
 def _fmt(value, unit: str) -> str:
-    from engine.humanize import friendly, number
+    from engine.core.humanize import friendly, number
 
     if isinstance(value, str):
         return value
@@ -316,7 +316,7 @@ def _render_regions(tree, regions: dict, fmt: str) -> str:
 
 def _render_intervals(tree, iv, fmt: str) -> str:
     from engine.cli.render import to_json
-    from engine.trees_symbolic import set_text
+    from engine.trees.regions import set_text
 
     texts = {leaf: set_text(s, iv.scale, iv.unit) for leaf, s in iv.sets.items()}
     if fmt == "json":

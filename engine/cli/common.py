@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from engine.errors import InputError
+from engine.core.errors import InputError
 
 KNOWLEDGE_FOLDERS = ("formulas", "knowledge", "decision_trees")
 
@@ -14,7 +14,7 @@ def root_of(args) -> str:
     """The knowledge root: ``--root DIR`` (a folder holding formulas/, knowledge/ or decision_trees/) or the shipped knowledge."""
     root = getattr(args, "root", None)
     if root is None:
-        from engine.paths import shipped_root
+        from engine.core.paths import shipped_root
 
         return shipped_root()
     if not root:

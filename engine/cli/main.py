@@ -66,7 +66,7 @@ def _parser_class():
 
 def _misspelled_options(parser, words: list[str]) -> str:
     """``unrecognized option --modle (did you mean --model?)`` for each ``--word`` the parser does not know."""
-    from engine.suggest import did_you_mean
+    from engine.core.suggest import did_you_mean
 
     options = [o for o in parser._option_string_actions if o.startswith("--")]
     typed = [w.split("=", 1)[0] for w in words if w.startswith("--") and w != "--"]
@@ -78,7 +78,7 @@ def _choice_hint(message: str) -> str:
     """argparse's invalid-choice message with a "did you mean" for the closest choice."""
     import re
 
-    from engine.suggest import did_you_mean
+    from engine.core.suggest import did_you_mean
 
     if m := re.fullmatch(r"(argument \S+: invalid choice: '(.*?)' \()choose from (.*)\)", message, re.S):
         hint = did_you_mean(m.group(2), re.findall(r"'([^']*)'", m.group(3)))
@@ -225,10 +225,10 @@ CALC_DESCRIPTION = "Calculators: formula chains derived from the formula graph, 
 
 def _calculators(verbs, Parser, raw, root: str | None) -> None:
     """``calc list`` and one subcommand per calculator, generated from knowledge/calculators/."""
-    from engine import compiled
-    from engine.calculators import load_records
     from engine.cli.cmd_calc import help_text
     from engine.cli.common import root_of
+    from engine.numeric import compiled
+    from engine.numeric.calculators import load_records
 
     root = root_of(SimpleNamespace(root=root))
     records = load_records(root)
@@ -257,7 +257,7 @@ def _memory_figures(argv: list[str] | None) -> str | None:
     """The explanation of a device's three memory figures, for ``hardware --help`` (read only for that verb)."""
     if argv is None or _verb_and_root(argv)[0] != "hardware":
         return None
-    from engine.hardware import MEMORY_FIGURES
+    from engine.domain.hardware import MEMORY_FIGURES
 
     return MEMORY_FIGURES
 
@@ -400,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write("aiinfra: interrupted\n")
         return 130
     except Exception as exc:  # every failure ends as a message, never a traceback
-        from engine.errors import AiinfraError
+        from engine.core.errors import AiinfraError
 
         if isinstance(exc, AiinfraError):
             sys.stderr.write(_error_text(exc) + "\n")
@@ -412,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _error_text(exc) -> str:
-    from engine.errors import KnowledgeError
+    from engine.core.errors import KnowledgeError
 
     if isinstance(exc, KnowledgeError):
         return exc.report()

@@ -1,6 +1,6 @@
 """Reference-architecture pages: each tier run through the calculators that apply to it.
 
-The pages appear when ``engine.archs`` and ``knowledge/reference_architectures/*.yaml`` exist.
+The pages appear when ``engine.domain.archs`` and ``knowledge/reference_architectures/*.yaml`` exist.
 The text is the Markdown document ``aiinfra arch show ID --format md`` prints (one renderer for
 the command line and the site), so the capacities on the page are the ones the engine computes
 when the site is built.
@@ -18,22 +18,22 @@ INDEX = "architectures/index.md"
 
 def available(root: str) -> bool:
     folder = Path(root, "knowledge", "reference_architectures")
-    return importlib.util.find_spec("engine.archs") is not None and folder.is_dir() and any(folder.glob("*.yaml"))
+    return importlib.util.find_spec("engine.domain.archs") is not None and folder.is_dir() and any(folder.glob("*.yaml"))
 
 
 def load(data: SiteData) -> dict:
     if not available(data.root):
         return {}
-    from engine import archs
+    from engine.domain import archs
 
     return archs.load_records(data.root)
 
 
 def reports(data: SiteData) -> dict:
-    """arch id -> ``engine.archs.Report`` (every calculator run of the tier), evaluated once per build."""
+    """arch id -> ``engine.domain.archs.Report`` (every calculator run of the tier), evaluated once per build."""
     if not data.archs:
         return {}
-    from engine import archs
+    from engine.domain import archs
 
     return {rid: archs.evaluate(data.root, rid) for rid in sorted(data.archs)}
 
@@ -52,7 +52,7 @@ def pages(data: SiteData) -> list[Page]:
     records = data.archs
     if not records:
         return []
-    from engine import archs
+    from engine.domain import archs
     from engine.site.arch_text import document
 
     out = []

@@ -8,7 +8,7 @@ def _yes(flag: bool) -> str:
 
 
 def document(report, md: bool = False) -> str:
-    from engine import archs
+    from engine.domain import archs
 
     rec = report.record
     h2, h3 = ("## ", "### ") if md else ("", "")
@@ -46,7 +46,7 @@ def document(report, md: bool = False) -> str:
 
 
 def _run_lines(run, h3: str, item: str) -> list[str]:
-    from engine.humanize import friendly, value_range
+    from engine.core.humanize import friendly, value_range
 
     head = f"{h3}[{run.id}] {run.calculator}: {run.label}"
     if run.status != "ok":
@@ -73,13 +73,13 @@ def _sub(item: str) -> str:
 
 
 def _friendly(value, unit: str) -> str:
-    from engine.humanize import friendly
+    from engine.core.humanize import friendly
 
     return friendly(value, unit)
 
 
 def _book_text(book: dict) -> str:
-    from engine.humanize import friendly, number
+    from engine.core.humanize import friendly, number
 
     if book.get("agrees") is None:
         return f"book prints {book['printed']}: {book.get('message', '')}"
@@ -92,7 +92,7 @@ def _book_text(book: dict) -> str:
 
 
 def _boundary_lines(b, item: str) -> list[str]:
-    from engine.humanize import number
+    from engine.core.humanize import number
 
     def shown(value, unit):
         return _friendly(value, unit) or (number(value) if unit in ("", "1") else f"{number(value)} {unit}")

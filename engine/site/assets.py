@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from engine.errors import InputError
+from engine.core.errors import InputError
 
 STATIC = Path(__file__).with_name("static")
 VENDOR = "assets/vendor"

@@ -13,7 +13,7 @@ import os
 import time
 from pathlib import Path
 
-from engine.errors import InputError
+from engine.core.errors import InputError
 from engine.site.assets import repo_root
 
 DEFAULT_OUT = "build/site"

@@ -8,7 +8,7 @@ an interactive form that resolves the same chain in the browser.
 
 from __future__ import annotations
 
-from engine.humanize import friendly, number
+from engine.core.humanize import friendly, number
 from engine.site import forms
 from engine.site.context import Page, SiteData, calculator_page, md_escape, split_place
 
@@ -33,7 +33,7 @@ def index(data: SiteData) -> Page:
 
 
 def _graph(data: SiteData):
-    from engine.calculators import Graph
+    from engine.numeric.calculators import Graph
 
     return Graph(data.module)
 
@@ -96,7 +96,7 @@ def calculator(data: SiteData, cid: str) -> Page:
 
 
 def _example(data: SiteData, calc, example: dict) -> list[str]:
-    from engine.calculators import run
+    from engine.numeric.calculators import run
 
     given = {k: str(v) for k, v in example["set"].items()}
     result = run(calc, data.module, given)
@@ -131,7 +131,7 @@ def _arch_runs(data: SiteData, cid: str) -> list[str]:
 
 def form_spec(data: SiteData, cid: str, initial: dict) -> dict:
     """The calculator as aiinfra.js runs it: the record's inputs, outputs and rules, and its fields."""
-    from engine.evaluate import read_input
+    from engine.numeric.evaluate import read_input
 
     calc = data.calculators[cid]
     graph = _graph(data)

@@ -12,7 +12,7 @@ import posixpath
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from engine.ids import Kind, parse_id
+from engine.core.ids import Kind, parse_id
 
 
 @dataclass
@@ -103,24 +103,24 @@ def md_escape(text: str) -> str:
 
 @dataclass
 class SiteData:
-    k: object  # engine.knowledge.Knowledge
+    k: object  # engine.kb.knowledge.Knowledge
     module: object  # the compiled formula module
     root: str
     calculators: dict = field(default_factory=dict)  # calc id -> Calculator
-    trees: dict = field(default_factory=dict)  # tree id -> engine.trees.Tree (empty before the tree engine exists)
+    trees: dict = field(default_factory=dict)  # tree id -> engine.trees.walk.Tree (empty before the tree engine exists)
     reach: dict = field(default_factory=dict)  # calc id -> formula ids it can reach
     formula_calcs: dict = field(default_factory=dict)  # formula id -> [calc ids]
     formula_trees: dict = field(default_factory=dict)  # formula id -> [tree ids]
     chapter_trees: dict = field(default_factory=dict)  # chapter id -> [tree ids]
     chapter_calcs: dict = field(default_factory=dict)  # chapter id -> [calc ids]
-    archs: dict = field(default_factory=dict)  # arch id -> record (empty before engine.archs and its records exist)
-    arch_reports: dict = field(default_factory=dict)  # arch id -> engine.archs.Report
+    archs: dict = field(default_factory=dict)  # arch id -> record (empty before engine.domain.archs and its records exist)
+    arch_reports: dict = field(default_factory=dict)  # arch id -> engine.domain.archs.Report
 
     @classmethod
     def load_base(cls, root: str) -> SiteData:
         """The knowledge, the compiled module and the calculators; ``engine.site.data.load`` adds trees and architectures."""
-        from engine import compiled
-        from engine.knowledge import Knowledge
+        from engine.kb.knowledge import Knowledge
+        from engine.numeric import compiled
 
         k = Knowledge.load(root)
         data = cls(k, compiled.load(root), str(root))
@@ -128,7 +128,7 @@ class SiteData:
         return data
 
     def _calculators(self) -> None:
-        from engine.calculators import Calculator, Graph
+        from engine.numeric.calculators import Calculator, Graph
 
         graph = Graph(self.module)
         byf, byc = defaultdict(list), defaultdict(list)

@@ -1,7 +1,7 @@
 """Form specifications: the JSON a page carries for its interactive form (read by aiinfra.js).
 
 A field is one input: its name, meaning, declared unit, the unit choices offered beside it
-(each with the factor to the declared unit, worked out by ``engine.units``), the domain,
+(each with the factor to the declared unit, worked out by ``engine.core.units``), the domain,
 categorical values and the value it starts with. The numbers a form computes come from
 ``aiinfra-formulas.js``; this module only describes the inputs.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 import json
 
-from engine.units import parse_unit
+from engine.core.units import parse_unit
 
 # Units offered beside a field, when they have the declared unit's dimension.
 UNIT_CHOICES = (
@@ -48,7 +48,7 @@ def field(name: str, spec: dict, initial=None, desc: str | None = None, optional
                 "initial": initial if initial is not None else default, "optional": optional}
     placeholder = ""
     if default is not None:
-        from engine.humanize import number
+        from engine.core.humanize import number
 
         value = default[0] if isinstance(default, list) else default
         placeholder = f"default {number(value) if isinstance(value, int | float) else value}"

@@ -1,7 +1,7 @@
 """Formula pages and the Appendix B index, generated from ``formulas/*.yaml``.
 
 Every formula page shows the LaTeX of each variant (``sympy.latex`` through
-``engine.symbolic``), the symbols with units, domains and defaults, the assumptions and
+``engine.core.symbolic``), the symbols with units, domains and defaults, the assumptions and
 metric definition, the worked examples evaluated now by the numeric engine next to the value
 their source states, an interactive form, and every place that uses the formula.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from engine import symbolic
-from engine.humanize import friendly, number
+from engine.core import symbolic
+from engine.core.humanize import friendly, number
 from engine.site import forms
 from engine.site.context import (
     APPENDIX_PAGE,
@@ -117,8 +117,8 @@ def _symbols(data: SiteData, here: str, f) -> list[str]:
 
 def example_results(data: SiteData, f) -> list[tuple]:
     """(example, computed value or None, error text) for each worked example, evaluated now."""
-    from engine.errors import AiinfraError
-    from engine.evaluate import evaluate
+    from engine.core.errors import AiinfraError
+    from engine.numeric.evaluate import evaluate
 
     meta = data.module.FORMULAS[f.id]
     out = []
@@ -165,7 +165,7 @@ def _initial(name: str, raw, spec: dict):
         return None
     if spec.get("values"):
         return str(raw)
-    from engine.evaluate import read_input
+    from engine.numeric.evaluate import read_input
 
     return read_input(name, raw, spec).value
 

@@ -69,7 +69,7 @@ def generate(root: str, hand_pages: dict[str, str] | None = None, data: SiteData
 
 
 def formulas_script(data: SiteData, conditions: dict) -> str:
-    from engine.calculators import Graph
+    from engine.numeric.calculators import Graph
 
     meta = {}
     for fid, m in data.module.FORMULAS.items():

@@ -19,7 +19,7 @@ _STATE: dict = {}
 
 
 def on_config(config, **kwargs):
-    from engine.paths import shipped_root
+    from engine.core.paths import shipped_root
     from engine.site import assets
     from engine.site.generate import generate
 
@@ -32,7 +32,7 @@ def on_config(config, **kwargs):
                 hand[name] = fh.read()
     from mkdocs.exceptions import PluginError
 
-    from engine.errors import AiinfraError, KnowledgeError
+    from engine.core.errors import AiinfraError, KnowledgeError
 
     try:
         site = generate(root, hand)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from engine.humanize import number
+from engine.core.humanize import number
 from engine.site.context import (
     CONCEPTS_PAGE,
     HARDWARE_PAGE,
@@ -143,7 +143,7 @@ def concepts(data: SiteData) -> Page:
 
 
 def hardware_table(data: SiteData) -> Page:
-    from engine import hardware
+    from engine.domain import hardware
 
     here = HARDWARE_PAGE
     devices = sorted(hardware.devices(data.k).values(), key=lambda d: (d.vendor, d.id))
@@ -168,7 +168,7 @@ def hardware_table(data: SiteData) -> Page:
 
 
 def models_table(data: SiteData) -> Page:
-    from engine.models import kv_bytes_per_token, parameter_count
+    from engine.domain.models import kv_bytes_per_token, parameter_count
 
     here = MODELS_PAGE
     lines = ["# Models", "", "Architectures from each model's `config.json` (`knowledge/models/`), with the parameter total the "

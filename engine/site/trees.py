@@ -1,10 +1,10 @@
 """Decision-tree pages: a Mermaid flowchart, each leaf's region and failure boundary, and a walker.
 
-The pages appear when the tree engine (``engine.trees``) and trees (``decision_trees/*.yaml``)
-exist. Regions are the simplified conjunctions ``engine.trees_proofs.analyse`` proves (cached with
+The pages appear when the tree engine (``engine.trees.walk``) and trees (``decision_trees/*.yaml``)
+exist. Regions are the simplified conjunctions ``engine.trees.proofs.analyse`` proves (cached with
 the compiled formulas). Red marks only leaves whose severity is ``bottleneck`` or ``failure``.
 
-The walker runs in the browser and follows ``engine.trees._WalkState`` step by step: branch
+The walker runs in the browser and follows ``engine.trees.walk._WalkState`` step by step: branch
 conditions are printed by SymPy's JavaScript printer (``engine.site.jsgen``) and compared in
 base units; symbols that formulas produce are computed through the same chain resolver the
 calculator forms use, with the tree's pseudo-calculator (its inputs and their defaults).
@@ -23,20 +23,20 @@ RED = ("bottleneck", "failure")
 
 
 def available(root: str) -> bool:
-    return importlib.util.find_spec("engine.trees") is not None and any(Path(root, "decision_trees").glob("*.yaml"))
+    return importlib.util.find_spec("engine.trees.walk") is not None and any(Path(root, "decision_trees").glob("*.yaml"))
 
 
 def load(data: SiteData) -> dict:
-    """The trees of the root (``engine.trees.Tree`` by id), or {} before the tree engine exists."""
+    """The trees of the root (``engine.trees.walk.Tree`` by id), or {} before the tree engine exists."""
     if not available(data.root):
         return {}
-    from engine.trees import load_trees
+    from engine.trees.walk import load_trees
 
     return load_trees(data.root)
 
 
 def _runner(data: SiteData, tree):
-    from engine.trees import Runner
+    from engine.trees.walk import Runner
 
     return Runner(tree, data.module, dict(data.k.calculators))
 
@@ -47,7 +47,7 @@ def _runner(data: SiteData, tree):
 def pages(data: SiteData) -> list[Page]:
     if not data.trees:
         return []
-    from engine.trees_proofs import analyse
+    from engine.trees.proofs import analyse
 
     try:
         regions, failure = analyse(data.root, data.k).regions, ""
@@ -184,9 +184,9 @@ def flips(t, runner) -> list[str]:
     every tree input it names (sympy, through the whitelisted parser), with parameters substituted."""
     import sympy as sp
 
-    from engine import symbolic
-    from engine.errors import ExprError
-    from engine.expr import parse
+    from engine.core import symbolic
+    from engine.core.errors import ExprError
+    from engine.core.expr import parse
 
     rows: list[str] = []
     seen: set = set()
@@ -229,7 +229,7 @@ def flips(t, runner) -> list[str]:
 
 
 def _shown(value) -> str:
-    from engine.humanize import number
+    from engine.core.humanize import number
 
     if isinstance(value, list | tuple):
         value = value[0]
@@ -248,7 +248,7 @@ def _names(t, runner) -> list[str]:
 
 
 def walker_spec(data: SiteData, t, runner=None) -> dict:
-    from engine.evaluate import read_input
+    from engine.numeric.evaluate import read_input
 
     runner = runner or _runner(data, t)
     symbols = runner.symbols

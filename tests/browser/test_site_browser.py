@@ -47,7 +47,7 @@ def _cli(*args: str) -> tuple[int, dict | None]:
 
 @pytest.fixture(scope="module")
 def data():
-    from engine.paths import shipped_root
+    from engine.core.paths import shipped_root
     from engine.site.data import load as load_site_data
 
     return load_site_data(shipped_root())
@@ -55,14 +55,14 @@ def data():
 
 @pytest.fixture(scope="module")
 def filled(data):
-    from engine import presets
+    from engine.domain import presets
 
     return {**{n: v for n, (v, _s) in presets.load(data.root, "llama-3.1-70b", "h100-sxm").items()}, **EXTRA}
 
 
 def _declared(name: str, raw, spec: dict):
     """The value in the field's declared unit, as typed into the form and passed to --set."""
-    from engine.evaluate import read_input
+    from engine.numeric.evaluate import read_input
 
     if spec["values"]:
         return str(raw)
@@ -109,7 +109,7 @@ def test_mermaid_draws_paths_and_trees(page, site_url, data, artifacts):
 
 
 def test_three_calculator_forms_equal_the_cli(page, site_url, data, filled, artifacts):
-    from engine.calculators import Graph
+    from engine.numeric.calculators import Graph
     from engine.site.calculator_pages import form_spec
 
     graph = Graph(data.module)

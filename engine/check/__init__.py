@@ -1,0 +1,1 @@
+"""Integrity: every family's rules over a loaded root, reported together."""

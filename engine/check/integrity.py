@@ -1,0 +1,174 @@
+"""Integrity rules over a loaded knowledge root, all reported together.
+
+1. every reference resolves (chapters, sections, concepts, formulas' sections, path steps);
+2. each cross-cutting concept is defined by exactly one section and only referenced elsewhere;
+3. chapter dependencies are acyclic (a cycle is printed as ``a --> b --> a``);
+4. reading paths follow the dependencies: a step whose prerequisite comes later in the
+   path is a backward step, unless that later step is marked ``revisit: true``;
+5. every worked example of every formula reproduces its expected value;
+6. every formula passes the unit check (done while loading; its problems are included);
+7. hardware records agree with themselves (a sparse peak about twice its dense one, link
+   directions, measured ratios for precisions the device has);
+8. every calculator's outputs are produced by a formula, its inputs are formula symbols,
+   the formulas it reaches are Appendix B or extension numbers, its sections and chapters
+   resolve, its defaults read in their units and its failure boundaries parse.
+"""
+
+from __future__ import annotations
+
+import math
+
+from engine.core.errors import AiinfraError, Problem
+from engine.kb.knowledge import Knowledge
+from engine.numeric.evaluate import evaluate
+
+
+def check(k: Knowledge) -> list[Problem]:
+    problems = list(k.problems)
+    graph = k.graph()
+    problems += _dangling(k, graph)
+    problems += _concepts(k)
+    problems += _cycles(k, graph)
+    problems += _paths(k, graph)
+    problems += _examples(k)
+    problems += _hardware(k)
+    problems += _operators(k)
+    problems += _calculators(k)
+    problems += _archs(k)
+    problems += _trees(k)
+    return sorted(set(problems))
+
+
+def _operators(k: Knowledge) -> list[Problem]:
+    """Operator templates of the forward ledger: every expression parses over its declared names."""
+    if not k.operators:
+        return []
+    from engine.domain import ledger
+
+    return list(ledger.template_problems(k.operators, k.places))
+
+
+def _calculators(k: Knowledge) -> list[Problem]:
+    if not k.calculators:
+        return []
+    from engine.numeric import calculators
+
+    return calculators.problems(k)
+
+
+def _trees(k: Knowledge) -> list[Problem]:
+    from engine.trees import proofs as trees_proofs
+
+    return trees_proofs.problems(k.root, k)
+
+
+def _archs(k: Knowledge) -> list[Problem]:
+    if not k.reference_architectures:
+        return []
+    from engine.domain import archs
+
+    return archs.problems(k)
+
+
+def _hardware(k: Knowledge) -> list[Problem]:
+    """Cross-field rules of the hardware records (sparse vs dense, link directions, measured ratios)."""
+    if not k.hardware:
+        return []
+    from engine.domain import hardware
+
+    return list(hardware.problems(k))
+
+
+def _dangling(k: Knowledge, graph) -> list[Problem]:
+    out = []
+    known = set(k.books) | set(k.chapters) | set(k.sections) | set(k.concepts) | set(k.paths) | set(k.actions) | set(k.formulas.by_id)
+    fields = {"part_of": "book", "depends_on": "depends_on", "defines": "defines", "references": "references", "extends": "extends",
+              "defined_in": "defined_in", "also_in": "also_in", "step": "steps", "points_to": "targets"}
+    for u, v, rel in graph.g.edges(data="rel"):
+        if rel in fields and v not in known:
+            place = k.places.get(u) or _place_of_section(k, u)
+            out.append(Problem(place, u, fields[rel], f"refers to {v}, which is not defined"))
+    part_of: dict[str, int] = {}
+    for book in k.books.values():
+        for part in book.parts:
+            for cid in part["chapters"]:
+                part_of[cid] = part["number"]
+                if cid not in k.chapters:
+                    out.append(Problem(book.place, book.id, f"parts[{part['number']}].chapters", f"refers to {cid}, which is not defined"))
+    for c in k.chapters.values():
+        if c.part is not None and part_of.get(c.id, c.part) != c.part:
+            out.append(Problem(c.place, c.id, "part", f"says part {c.part}, but {c.book} lists it in part {part_of[c.id]}"))
+    return out
+
+
+def _place_of_section(k: Knowledge, ident: str) -> str:
+    section = k.sections.get(ident)
+    return section.place if section else ""
+
+
+def _concepts(k: Knowledge) -> list[Problem]:
+    out = []
+    definers: dict[str, list[str]] = {c: [] for c in k.concepts}
+    for s in k.sections.values():
+        for c in s.defines:
+            definers.setdefault(c, []).append(s.id)
+        for c in set(s.defines) & set(s.extends):
+            out.append(Problem(s.place, s.id, "extends", f"{c} is both defined and extended here; a section does one or the other"))
+    for cid, sections in sorted(definers.items()):
+        if cid not in k.concepts:
+            continue  # reported as a dangling reference
+        concept = k.concepts[cid]
+        if not sections:
+            out.append(Problem(concept.place, cid, "", "no section defines it (exactly one section must list it under defines)"))
+        elif len(sections) > 1:
+            out.append(Problem(concept.place, cid, "", f"is defined in {len(sections)} sections ({', '.join(sorted(sections))}); a concept has exactly one defining section and is only referenced elsewhere"))
+    return out
+
+
+def _cycles(k: Knowledge, graph) -> list[Problem]:
+    cycle = graph.chapter_cycle()
+    if not cycle:
+        return []
+    return [Problem(k.places.get(cycle[0], ""), cycle[0], "depends_on", "chapter dependencies form a cycle: " + " --> ".join(cycle))]
+
+
+def _paths(k: Knowledge, graph) -> list[Problem]:
+    out = []
+    for p in k.paths.values():
+        chapters = [graph.chapter_of(s.to) if s.to in graph.g else s.to for s in p.steps]
+        for i, step in enumerate(p.steps):
+            if not step.to or step.to not in graph.g:  # placeholders, dangling (reported elsewhere)
+                continue
+            needs = graph.prerequisites(step.to)
+            for j in range(i + 1, len(p.steps)):
+                later = p.steps[j]
+                if not later.to or later.revisit or later.condition or chapters[j] == chapters[i] or chapters[j] not in needs:
+                    continue
+                out.append(Problem(p.place, p.id, f"steps[{j}]", f"{later.to} comes after {step.to} (step {i + 1}), which builds on it; reorder the path or mark step {j + 1} as revisit: true"))
+    return out
+
+
+def _examples(k: Knowledge) -> list[Problem]:
+    if not len(k.formulas):
+        return []
+    from engine.numeric import compiled
+
+    try:
+        module = compiled.for_knowledge(k)
+    except AiinfraError as exc:  # pragma: no cover - generation of loaded formulas
+        return [Problem("", "", "", f"cannot compile the formulas: {exc}")]
+    out = []
+    for f in k.formulas:
+        meta = module.FORMULAS[f.id]
+        for i, ex in enumerate(f.examples):
+            path = f"examples[{i}]"
+            try:
+                result = evaluate(meta, module, ex.set)
+            except AiinfraError as exc:
+                out.append(Problem(f.place, f.id, path, f"cannot be evaluated: {exc}"))
+                continue
+            got = result.outputs[f.output.symbol].value
+            if not math.isclose(got, ex.expect, rel_tol=ex.rel_tol, abs_tol=0.0):
+                rel = abs(got - ex.expect) / abs(ex.expect) if ex.expect else float("inf")
+                out.append(Problem(f.place, f.id, path, f"gives {got:.6g} {f.output.unit_text}, expected {ex.expect:.6g} within {ex.rel_tol:g} (off by {rel:.2%}; source: {ex.source})"))
+    return out

@@ -1,0 +1,1 @@
+"""Parsing, units, ids, errors, files and the private cache: the bottom layer."""

@@ -1,0 +1,1 @@
+"""Models, hardware, the forward ledger, roofline, collectives, presets and reference architectures."""

@@ -1,0 +1,327 @@
+"""Hardware records: devices with precision-qualified peaks (``knowledge/hardware/*.yaml``).
+
+``Knowledge.load`` checks each file against ``engine/kb/schemas/hardware.json`` and keeps the
+plain dict; this module turns it into a frozen :class:`Device` whose quantity strings are
+read by :mod:`engine.core.units` (``80GB`` = 8e10 B, ``32GiB`` = 2^35 B, ``3.35TB/s``,
+``989.4TFLOPS``), checks the rules a schema cannot state (:func:`problems`), and picks the
+one peak a calculation may use (:func:`select_peak`): never a sparse figure unless asked,
+never another precision standing in (TF32 is not BF16), never a guess between
+accumulators with different peaks.
+
+Integer precisions count integer operations per second in FLOPS units (a vendor's TOPS).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from engine.core.errors import InputError, Problem, UnitError
+from engine.core.units import parse_quantity
+
+PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4")
+ACCUMULATORS = ("fp64", "fp32", "fp16", "int32")
+INTEGER = frozenset({"int8", "int4"})
+# units that run matrix multiplications; a vector/CUDA-core peak of the same precision is a lower roof
+MATRIX_UNITS = frozenset({"tensor_core", "matrix_core", "mxu", "mme", "cube", "tensor_engine"})
+SPARSE_TO_DENSE = 2.0  # 2:4 structured sparsity skips half the multiplications
+_SPARSE_TOLERANCE = 0.03  # vendors round the two figures separately (989.4 vs 1979; L40S 362.05 vs 733)
+
+# The one explanation of a device's memory figures (``aiinfra hardware --help`` and the site's hardware page).
+MEMORY_FIGURES = (
+    "Three memory figures. Nominal: the vendor's capacity as the datasheet prints it (H100 SXM: 80GB), read "
+    "literally in decimal units (80GB = 8e10 B); it is a product name more than a byte count. GiB: the same bytes "
+    "in binary units (8e10 B = 74.51 GiB), the unit nvidia-smi, PyTorch and serving logs use. Driver-reported "
+    "usable: the total the driver reports (torch.cuda.mem_get_info, nvidia-smi) where a cited log records it "
+    "(H100 SXM: 79.18 GiB in vLLM's start-up log); the HBM stacks hold binary gigabytes, less what the driver "
+    "and firmware reserve, so it can exceed the literal nominal figure. --device fills the KV budget's "
+    "gpu_memory_total (FX72) from the driver-reported total where one is recorded (else give it with --set) and "
+    "hbm_capacity (F7) from the nominal capacity."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Peak:
+    precision: str
+    accumulator: str
+    unit: str
+    sparsity: str
+    flops: float  # FLOP/s (integer ops/s for int8, int4)
+    text: str
+    source: str
+    derivation: str = ""
+    confidence: str = "exact"
+    note: str = ""
+
+    @property
+    def sparse(self) -> bool:
+        return self.sparsity != "dense"
+
+    @property
+    def shown(self) -> str:
+        """The value as the vendor would write it: TOPS for integer precisions."""
+        return self.text[:-5] + "OPS" if self.precision in INTEGER else self.text
+
+    @property
+    def label(self) -> str:
+        acc = "accumulator unstated" if self.accumulator == "unstated" else f"{self.accumulator} accumulate"
+        return f"{self.precision} {self.sparsity} ({acc}, {self.unit}) {self.shown}"
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    kind: str  # mfu | kernel_compute | memory_bandwidth
+    precision: str
+    low: float
+    high: float
+    workload: str
+    source: str
+    note: str = ""
+
+    @property
+    def resource(self) -> str:
+        return "memory" if self.kind == "memory_bandwidth" else "compute"
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    id: str
+    name: str
+    vendor: str
+    form_factor: str
+    counted_as: dict
+    as_of: str
+    memory_bytes: float
+    memory_text: str
+    memory_type: str
+    bandwidth: float  # B/s
+    bandwidth_text: str
+    peaks: tuple[Peak, ...]
+    interconnect: dict | None
+    tdp_w: float | None
+    measured: tuple[Measured, ...]
+    sources: tuple[str, ...]
+    notes: str
+    record: dict
+
+    @property
+    def short_id(self) -> str:
+        return self.id.split(":", 1)[1]
+
+    @property
+    def driver_total(self) -> tuple[float, str, str] | None:
+        """(bytes, as written, source) of the driver-reported usable memory, or None when no source records it."""
+        driver = self.record["memory"].get("driver_total")
+        return (quantity(driver["value"], "B"), driver["value"], driver["source"]) if driver else None
+
+    def headline(self, precision: str) -> Peak | None:
+        """The dense matrix-unit peak of ``precision`` (fp32 accumulate first), or None."""
+        found = [p for p in self.peaks if p.precision == precision and not p.sparse and p.unit in MATRIX_UNITS]
+        found.sort(key=lambda p: (p.accumulator != "fp32", -p.flops))
+        return found[0] if found else None
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """The peak a calculation uses, with sentences on how it was chosen."""
+
+    peak: Peak
+    notes: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------------------- building
+
+
+def quantity(text: str, unit: str) -> float:
+    """A record's quantity string in ``unit`` (B, B/s, FLOP/s, W); UnitError when unreadable."""
+    q = parse_quantity(text, unit)
+    if q.is_range:
+        raise UnitError(text, "is a range; a datasheet value is one number")
+    return q.value
+
+
+def build(record: dict) -> Device:
+    """A Device from a schema-checked record; raises UnitError for an unreadable quantity."""
+    mem = record["memory"]
+    tdp = record.get("tdp")
+    return Device(
+        id=record["id"], name=record["name"], vendor=record["vendor"], form_factor=record["form_factor"],
+        counted_as=dict(record["counted_as"]), as_of=record["as_of"],
+        memory_bytes=quantity(mem["capacity"], "B"), memory_text=mem["capacity"], memory_type=mem["type"],
+        bandwidth=quantity(mem["bandwidth"], "B/s"), bandwidth_text=mem["bandwidth"],
+        peaks=tuple(_peak(p) for p in record["peaks"]),
+        interconnect=dict(record["interconnect"]) if record.get("interconnect") else None,
+        tdp_w=quantity(tdp["value"], "W") if tdp else None,
+        measured=tuple(Measured(m["kind"], m.get("precision", ""), float(m["low"]), float(m["high"]), m["workload"], m["source"], m.get("note", ""))
+                       for m in record.get("measured", ())),
+        sources=tuple(record["sources"]), notes=record.get("notes", ""), record=record,
+    )
+
+
+def _peak(raw: dict) -> Peak:
+    return Peak(raw["precision"], raw["accumulator"], raw["unit"], raw["sparsity"], quantity(raw["value"], "FLOP/s"), raw["value"],
+                raw["source"], raw.get("derivation", ""), raw.get("confidence", "exact"), raw.get("note", ""))
+
+
+def devices(k) -> dict[str, Device]:
+    """Every device of a loaded Knowledge that builds (see :func:`problems` for the rest)."""
+    out = {}
+    for ident, record in k.hardware.items():
+        try:
+            out[ident] = build(record)
+        except UnitError:
+            continue
+    return out
+
+
+# ---------------------------------------------------------------------------- checks
+
+
+def problems(k) -> list[Problem]:
+    """Rules over every hardware record that JSON Schema cannot state, as Problems."""
+    out: list[Problem] = []
+    for ident, record in sorted(k.hardware.items()):
+        place = k.places.get(ident, "")
+        out += [Problem(place, ident, path, message) for path, message in record_problems(record)]
+    return sorted(out)
+
+
+def record_problems(record: dict) -> list[tuple[str, str]]:
+    """(field path, sentence) for each broken rule of one schema-checked record."""
+    out: list[tuple[str, str]] = []
+    for path, text, unit in _quantities(record):
+        try:
+            quantity(text, unit)
+        except UnitError as exc:
+            out.append((path, f"{text!r} {exc.message}"))
+    if out:
+        return out
+    device = build(record)
+    out += _sparse_pairs(device)
+    out += _duplicates(device)
+    counted = device.counted_as
+    if counted["per_package"] > 1 and not counted.get("package"):
+        out.append(("counted_as.package", f"per_package is {counted['per_package']}; name the package the records share"))
+    link = device.interconnect or {}
+    if "per_direction" in link and "bidirectional" in link:
+        one, both = quantity(link["per_direction"], "B/s"), quantity(link["bidirectional"], "B/s")
+        if not math.isclose(both, 2 * one, rel_tol=_SPARSE_TOLERANCE):
+            out.append(("interconnect.bidirectional", f"{link['bidirectional']} is not twice per_direction {link['per_direction']}"))
+    stated = {p.precision for p in device.peaks}
+    for i, m in enumerate(device.measured):
+        if m.low > m.high:
+            out.append((f"measured[{i}]", f"low {m.low:g} is above high {m.high:g}"))
+        if m.precision and m.precision not in stated:
+            out.append((f"measured[{i}].precision", f"{m.precision} has no peak record on this device to be a fraction of"))
+    return out
+
+
+def _quantities(record: dict):
+    mem = record["memory"]
+    yield "memory.capacity", mem["capacity"], "B"
+    yield "memory.bandwidth", mem["bandwidth"], "B/s"
+    for i, p in enumerate(record["peaks"]):
+        yield f"peaks[{i}].value", p["value"], "FLOP/s"
+    for key in ("per_direction", "bidirectional", "unspecified_direction"):
+        if key in record.get("interconnect", {}):
+            yield f"interconnect.{key}", record["interconnect"][key], "B/s"
+    if "tdp" in record:
+        yield "tdp.value", record["tdp"]["value"], "W"
+
+
+def _sparse_pairs(device: Device) -> list[tuple[str, str]]:
+    out = []
+    dense = {(p.precision, p.accumulator, p.unit): p for p in device.peaks if p.sparsity == "dense"}
+    for i, p in enumerate(device.peaks):
+        d = dense.get((p.precision, p.accumulator, p.unit))
+        if p.sparsity == "sparse_2_4" and d is not None and not math.isclose(p.flops, SPARSE_TO_DENSE * d.flops, rel_tol=_SPARSE_TOLERANCE):
+            out.append((f"peaks[{i}].value", f"2:4-sparse {p.text} is not twice the dense {d.text} of {p.precision} ({p.accumulator}, {p.unit}); check which figure is which"))
+    return out
+
+
+def _duplicates(device: Device) -> list[tuple[str, str]]:
+    seen: dict[tuple, int] = {}
+    out = []
+    for i, p in enumerate(device.peaks):
+        key = (p.precision, p.accumulator, p.unit, p.sparsity)
+        if key in seen:
+            out.append((f"peaks[{i}]", f"repeats peaks[{seen[key]}] ({p.precision}, {p.accumulator}, {p.unit}, {p.sparsity})"))
+        seen.setdefault(key, i)
+    return out
+
+
+# ---------------------------------------------------------------------------- look-up
+
+
+def _device_id(text: str) -> str:
+    """``H100-SXM`` or ``hw:h100-sxm`` -> ``hw:h100-sxm`` (names are lower-case, typed in any case); ValueError otherwise."""
+    from engine.core.ids import Kind, parse_user_id
+
+    try:
+        return str(parse_user_id(text.lower(), Kind.HW))
+    except ValueError:
+        return str(parse_user_id(text, Kind.HW))  # refused again, naming the text as typed
+
+
+def find(k, text: str, field: str = "ID") -> Device:
+    """The device named ``text`` (``h100-sxm`` or ``hw:h100-sxm``); InputError naming the known ones."""
+    try:
+        ident = _device_id(text)
+    except ValueError as exc:
+        raise InputError(field, str(exc)) from None
+    if ident not in k.hardware:
+        from engine.core.suggest import known
+
+        raise InputError(field, f"no device {text!r} ({known(ident.split(':', 1)[1], [i.split(':', 1)[1] for i in sorted(k.hardware)])})")
+    try:
+        return build(k.hardware[ident])
+    except UnitError as exc:  # reported by `aiinfra check` as well
+        raise InputError(field, f"{ident} has an unreadable quantity: {exc}") from None
+
+
+def select_peak(device: Device, precision: str, accumulator: str | None = None, sparse: bool = False) -> Selection:
+    """The one peak of ``precision`` a bound may use; InputError listing what exists otherwise.
+
+    Dense unless ``sparse``; a matrix unit over a vector unit of the same precision; with
+    several accumulators of different peaks, ``accumulator`` must choose.
+    """
+    precision = _choice(precision, PRECISIONS, "--precision")
+    if accumulator is not None:
+        accumulator = _choice(accumulator, ACCUMULATORS, "--accumulator")
+    same = [p for p in device.peaks if p.precision == precision]
+    if not same:
+        raise InputError("--precision", f"{device.id} has no {precision} peak; its peaks: {_labels(device.peaks)}")
+    wanted = [p for p in same if p.sparse == sparse]
+    if not wanted and sparse:
+        raise InputError("--sparse", f"{device.id} has no structured-sparse {precision} peak; its {precision} peaks: {_labels(same)}")
+    if not wanted:
+        raise InputError("--sparse", f"{device.id} states only structured-sparse {precision} peaks ({_labels(same)}); pass --sparse to use one, knowing it holds only for sparse operands")
+    notes = []
+    matrix = [p for p in wanted if p.unit in MATRIX_UNITS]
+    if matrix and len(matrix) < len(wanted):
+        dropped = ", ".join(sorted({p.unit for p in wanted if p.unit not in MATRIX_UNITS}))
+        notes.append(f"the {matrix[0].unit} peak is the roof; the {dropped} peak of {precision} is lower and not used")
+        wanted = matrix
+    if accumulator is not None:
+        chosen = [p for p in wanted if p.accumulator == accumulator]
+        if not chosen:
+            raise InputError("--accumulator", f"{device.id} has no {precision} peak with {accumulator} accumulate; its {precision} peaks: {_labels(wanted)}")
+        wanted = chosen
+    if len({p.flops for p in wanted}) > 1:
+        options = "|".join(sorted({p.accumulator for p in wanted}))
+        raise InputError("--accumulator", f"{device.id} states different {precision} peaks by accumulator ({_labels(wanted)}); choose one with --accumulator {options}")
+    if len(wanted) > 1:
+        accs = " and ".join(sorted({p.accumulator for p in wanted}))
+        notes.append(f"{accs} accumulate give the same {precision} peak")
+    return Selection(wanted[0], tuple(notes))
+
+
+def _choice(text: str, allowed: tuple[str, ...], field: str) -> str:
+    value = str(text).strip().lower()
+    if value not in allowed:
+        raise InputError(field, f"{text!r} is not one of {', '.join(allowed)}")
+    return value
+
+
+def _labels(peaks) -> str:
+    return "; ".join(p.label for p in peaks)

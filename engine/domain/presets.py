@@ -1,0 +1,148 @@
+"""Presets: calculator inputs filled from a model record (``--model``) or a device (``--device``).
+
+Each filled value carries where it came from (the record, the config key or datasheet field,
+and the record's own source), so a result can say "layers = 36 (preset model:qwen3-8b:
+config.json num_hidden_layers, Qwen/Qwen3-8B@b968826)". A preset never overrides a value the
+user gave, and only symbols the calculator's chain can reach are filled.
+"""
+
+from __future__ import annotations
+
+from engine.core.errors import InputError
+
+
+def _model_source(record: dict) -> str:
+    src = record.get("source", {})
+    repo = src.get("repo", "")
+    rev = str(src.get("revision", ""))
+    rev = rev[:7] if len(rev) == 40 else rev
+    return f"{repo}@{rev}" if repo else record["id"]
+
+
+def model_values(record: dict, root) -> dict[str, tuple[object, str]]:
+    """symbol -> (value, source) for every formula symbol a model record decides."""
+    from engine.domain import models
+
+    cfg, d = record["config"], record["derived"]
+    where = _model_source(record)
+    ident = record["id"]
+    out: dict[str, tuple[object, str]] = {}
+
+    def put(symbol: str, value, key: str) -> None:
+        if value is not None:
+            out[symbol] = (value, f"preset {ident}: {key} ({where})")
+
+    shape = models._Shape(cfg, d)
+    put("layers", shape.layers, "config num_hidden_layers")
+    put("hidden", shape.hidden, "config hidden_size")
+    put("heads", shape.heads, "config num_attention_heads")
+    put("attention", d["attention"], "derived attention kind")
+    if d["attention"] == "mla":
+        for key in ("kv_lora_rank", "qk_rope_head_dim", "q_lora_rank", "qk_nope_head_dim", "v_head_dim"):
+            put(key, d["mla"].get(key), f"config {key}")
+    else:
+        put("kv_heads", shape.kv_heads, "config num_key_value_heads" if d["attention"] == "gqa" else f"{d['attention']}: derived")
+        put("head_dim", d["head_dim"], "config head_dim" if d.get("head_dim_stated") else "hidden_size / num_attention_heads")
+    put("vocab_size", cfg.get("vocab_size"), "config vocab_size")
+    put("max_position_embeddings", cfg.get("max_position_embeddings"), "config max_position_embeddings")  # not a symbol: a plausibility limit
+    put("ffn_hidden", d.get("ffn_hidden"), "config intermediate_size")
+    put("mlp_gating", d.get("mlp"), "derived MLP form")
+    put("tie_embeddings", "tied" if cfg.get("tie_word_embeddings", True) else "untied", "config tie_word_embeddings")
+    moe = d.get("moe")
+    put("model_arch", "moe" if moe else "dense", "derived family")
+    if moe:
+        put("n_experts", moe["experts"], "config routed experts")
+        put("top_k", moe["experts_per_token"], "config num_experts_per_tok")
+        put("moe_ffn_hidden", moe["expert_intermediate_size"], "config expert intermediate size")
+        put("n_shared_experts", moe.get("shared_experts", 0), "config n_shared_experts")
+        put("n_dense_layers", moe.get("dense_first_layers", 0), "config first_k_dense_replace")
+    window = d.get("sliding_window")
+    put("kv_layout", "sliding_window" if window else "full", "derived sliding-window layers" if window else "no sliding window in config")
+    if window:
+        put("sliding_window", window["window"], "config sliding_window")
+        put("window_layers", window["windowed_layers"], f"derived: {window['pattern']}")
+    counts = models.parameter_count(record, root)
+    put("params", counts["total"], "parameter count from the architecture (FX17 + listed extras)")
+    put("params_active", counts["active"], "active parameters per token (FX18 + listed extras)")
+    return out
+
+
+# Bytes per element of a cached KV entry by --precision name (book Appendix B table B.4); a
+# precision without a KV format here (fp64, tf32: a compute mode) leaves kv_bytes to be given.
+KV_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "fp6": 0.75, "fp4": 0.5, "int8": 1, "int4": 0.5}
+
+
+def precision_values(precision: str) -> dict[str, tuple[object, str]]:
+    """kv_bytes from ``--precision`` (a value the user gives, or a --model/--device preset, is never overridden)."""
+    from engine.domain.hardware import PRECISIONS
+
+    if precision not in PRECISIONS:
+        raise InputError("--precision", f"{precision!r} is not a known precision (known: {', '.join(PRECISIONS)})")
+    size = KV_BYTES.get(precision)
+    if size is None:
+        return {}
+    return {"kv_bytes": (size, f"--precision {precision}: {size:g} B per element (book Appendix B table B.4)")}
+
+
+def device_values(device, precision: str = "bf16") -> dict[str, tuple[object, str]]:
+    """symbol -> (value, source) for every formula symbol a device record decides."""
+    ident = device.id
+    out: dict[str, tuple[object, str]] = {}
+    mem_src = device.record["memory"].get("source", "datasheet")
+    driver = device.record["memory"].get("driver_total")
+    if driver:  # what serving engines budget from; the datasheet's nominal capacity is a different number
+        from engine.domain.hardware import quantity
+
+        out["gpu_memory_total"] = (quantity(driver["value"], "B"), f"preset {ident}: driver-reported total {driver['value']} — {driver['source']}")
+    out["hbm_capacity"] = (device.memory_bytes, f"preset {ident}: memory capacity {device.memory_text} — {mem_src}")
+    out["hbm_bandwidth"] = (device.bandwidth, f"preset {ident}: memory bandwidth {device.bandwidth_text} — {mem_src}")
+    peak = device.headline(precision)
+    if peak is not None:
+        out["peak_flops"] = (peak.flops, f"preset {ident}: dense {precision} peak {peak.text} — {peak.source}")
+    if device.tdp_w is not None:
+        out["gpu_tdp"] = (device.tdp_w, f"preset {ident}: TDP {device.record['tdp']['value']} — {device.record['tdp']['source']}")
+    for m in device.measured:  # a realistic band where a measured source exists (never invented)
+        if m.kind == "mfu" and m.precision == precision:
+            out["mfu"] = ([(m.low + m.high) / 2, m.low, m.high], f"preset {ident}: measured MFU {m.low:g}..{m.high:g} ({m.workload}) — {m.source}")
+        elif m.kind == "memory_bandwidth":
+            out["mbu"] = ([(m.low + m.high) / 2, m.low, m.high], f"preset {ident}: measured share of peak memory bandwidth {m.low:g}..{m.high:g} ({m.workload}) — {m.source}")
+    link = device.interconnect or {}
+    if link.get("per_direction"):
+        from engine.domain.hardware import quantity
+
+        out["nominal_bandwidth"] = (quantity(link["per_direction"], "B/s"),
+                                    f"preset {ident}: {link.get('name', 'interconnect')} per direction {link['per_direction']} — {link.get('source', '')}")
+    return out
+
+
+def cached(root, model: str | None, device: str | None, precision: str = "bf16") -> dict[str, tuple[object, str]]:
+    """``load`` through a JSON cache keyed by the model, hardware and formula files (errors are not cached)."""
+    import zlib
+
+    from engine.numeric import compiled
+
+    key = compiled.files_key(root, ["knowledge/models", "knowledge/hardware", "formulas"], ["engine/domain/presets.py", "engine/domain/models.py", "engine/domain/hardware.py"])
+    args = f"{model or ''}|{device or ''}|{precision}"
+    key += f"{zlib.crc32(args.encode()):08x}"
+    return {k: tuple(v) for k, v in compiled.json_cached("presets", key, lambda: load(root, model, device, precision)).items()}
+
+
+def load(root, model: str | None, device: str | None, precision: str = "bf16") -> dict[str, tuple[object, str]]:
+    """The preset values for ``--model``/``--device`` (the device wins on a shared symbol; none do today)."""
+    out: dict[str, tuple[object, str]] = {}
+    if model:
+        from engine.domain import models
+
+        out.update(model_values(models.find(models.load_models(root), model), root))
+    if device:
+        from engine.domain import hardware
+        from engine.kb.knowledge import load_single_folder
+
+        dev = hardware.find(load_single_folder(root, "hardware"), device, "--device")
+        values = device_values(dev, precision)
+        if "peak_flops" not in values:
+            known = sorted({p.precision for p in dev.peaks if not p.sparse})
+            raise InputError("--precision", f"{dev.short_id} states no dense {precision} peak (it has: {', '.join(known)})")
+        out.update(values)
+    return out
+

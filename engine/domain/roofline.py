@@ -1,0 +1,162 @@
+"""Roofline bounds on one device: time >= max(FLOPs / peak, bytes / bandwidth).
+
+The numbers come from the formula records, evaluated from the compiled module:
+FX36 (arithmetic intensity, counts variant), FX37 (ridge point) and FX38 (attainable
+FLOP/s). Only the step from attainable rate to time is written here (see :func:`bound`).
+The peak is chosen by :func:`engine.domain.hardware.select_peak`, so a sparse or other-precision
+figure never enters by accident. Published achieved/peak ratios of the device
+(``measured`` in its record) turn the bound into a band: time / high .. time / low.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from engine.domain.hardware import Device, Selection
+from engine.numeric.evaluate import evaluate
+
+# the formula records whose compiled functions give every number of a bound
+INTENSITY, RIDGE, ATTAINABLE = "FX36", "FX37", "FX38"
+FORMULAS = (INTENSITY, RIDGE, ATTAINABLE)
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    flops: float  # FLOP
+    bytes: float  # B
+    peak_flops: float  # FLOP/s
+    bandwidth: float  # B/s
+    intensity: float  # FLOP/B (inf when no bytes move)
+    ridge: float  # FLOP/B
+    attainable: float  # FLOP/s
+    time: float  # s
+    bottleneck: str  # compute | memory | none
+
+    @property
+    def compute_time(self) -> float:
+        return self.flops / self.peak_flops
+
+    @property
+    def memory_time(self) -> float:
+        return self.bytes / self.bandwidth
+
+
+@dataclass(frozen=True, slots=True)
+class Band:
+    """A published achieved/peak ratio applied to a bound: time / high .. time / low."""
+
+    kind: str
+    low: float
+    high: float
+    time_low: float
+    time_high: float
+    workload: str
+    source: str
+
+
+def formula_module(root: str):
+    """The compiled formulas of ``root``, or of the shipped knowledge when ``root`` has none."""
+    from engine.core.paths import shipped_root
+    from engine.numeric import compiled
+
+    use = root if os.path.isdir(os.path.join(root, "formulas")) else shipped_root()
+    module = compiled.load(use)
+    missing = [f for f in FORMULAS if f not in module.FORMULAS]
+    if missing:
+        from engine.core.errors import InputError
+
+        raise InputError("--root", f"{use} lacks the roofline formulas {', '.join(missing)} (formulas/roofline.yaml)")
+    return module
+
+
+def _value(module, fid: str, given: dict) -> float:
+    meta = module.FORMULAS[fid]
+    return evaluate(meta, module, given).outputs[meta["output"]["symbol"]].value
+
+
+def ridge(module, peak_flops: float, bandwidth: float) -> float:
+    return _value(module, RIDGE, {"peak_flops": peak_flops, "hbm_bandwidth": bandwidth})
+
+
+def bound(module, flops: float, bytes_: float, peak_flops: float, bandwidth: float) -> Bound:
+    """The roofline bound of ``flops`` FLOP moving ``bytes_`` B at ``peak_flops`` and ``bandwidth``."""
+    knee = ridge(module, peak_flops, bandwidth)
+    if flops <= 0 or bytes_ <= 0:
+        return _degenerate(flops, bytes_, peak_flops, bandwidth, knee)
+    intensity = _value(module, INTENSITY, {"intensity_method": "counts", "op_flops": flops, "op_bytes": bytes_})
+    attainable = _value(module, ATTAINABLE, {"peak_flops": peak_flops, "arith_intensity": intensity, "hbm_bandwidth": bandwidth})
+    # No formula record states "time = work / rate" for one operator: dividing the work by
+    # FX38's attainable rate is the bound itself, equal to max(F / peak, B / bandwidth).
+    time = flops / attainable
+    return Bound(flops, bytes_, peak_flops, bandwidth, intensity, knee, attainable, time, "compute" if intensity >= knee else "memory")
+
+
+def _degenerate(flops: float, bytes_: float, peak_flops: float, bandwidth: float, knee: float) -> Bound:
+    """FX36 needs FLOPs and bytes above zero; an operator that only moves data (or only
+    computes) is bound by its one resource, and its intensity is 0 (or unbounded)."""
+    if flops <= 0 and bytes_ <= 0:
+        return Bound(0.0, 0.0, peak_flops, bandwidth, 0.0, knee, 0.0, 0.0, "none")
+    if flops <= 0:
+        return Bound(0.0, bytes_, peak_flops, bandwidth, 0.0, knee, 0.0, bytes_ / bandwidth, "memory")
+    return Bound(flops, 0.0, peak_flops, bandwidth, float("inf"), knee, peak_flops, flops / peak_flops, "compute")
+
+
+def bands(device: Device, result: Bound, precision: str) -> list[Band]:
+    """Published ratios for the bound's bottleneck: memory ratios always, compute ratios
+    measured against the same roof (the same precision, or one whose dense matrix peak on
+    this device is the same number, as FP16 and BF16 on A100)."""
+    out = []
+    for m in device.measured:
+        if m.resource != result.bottleneck:
+            continue
+        if m.resource == "compute" and m.precision and not _same_roof(device, m.precision, precision):
+            continue
+        out.append(Band(m.kind, m.low, m.high, result.time / m.high, result.time / m.low, m.workload, m.source))
+    return out
+
+
+def _same_roof(device: Device, measured: str, wanted: str) -> bool:
+    if measured == wanted:
+        return True
+    a, b = device.headline(measured), device.headline(wanted)
+    return a is not None and b is not None and a.flops == b.flops
+
+
+def describe_peak(selection: Selection) -> dict:
+    p = selection.peak
+    return {"precision": p.precision, "accumulator": p.accumulator, "unit": p.unit, "sparsity": p.sparsity,
+            "value": p.flops, "stated": p.shown, "source": p.source, "derivation": p.derivation or None,
+            "confidence": p.confidence, "notes": list(selection.notes)}
+
+
+# ---------------------------------------------------------------------------- forward ledger
+
+
+LEDGER_BYTES = ("weight_bytes", "activation_read_bytes", "activation_write_bytes", "kv_read_bytes", "kv_write_bytes")
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorBound:
+    name: str
+    repeats: int
+    scalar_flops: float
+    bound: Bound
+
+
+def ledger_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("engine.domain.ledger") is not None
+
+
+def operator_bounds(module, rows, peak_flops: float, bandwidth: float) -> list[OperatorBound]:
+    """One bound per ledger row: its matrix FLOPs against the (matrix-unit) peak, all its
+    HBM bytes against the bandwidth. Scalar operations run on other units and are listed,
+    not bounded."""
+    out = []
+    for row in rows:
+        moved = sum(float(getattr(row, key, 0) or 0) for key in LEDGER_BYTES)
+        b = bound(module, float(row.matrix_flops or 0), moved, peak_flops, bandwidth)
+        out.append(OperatorBound(row.name, int(getattr(row, "repeats", 1) or 1), float(getattr(row, "scalar_flops", 0) or 0), b))
+    return out

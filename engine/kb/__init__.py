@@ -1,0 +1,1 @@
+"""Records, schemas and the Knowledge loader."""

@@ -1,0 +1,1 @@
+"""The compiled formula module, evaluation, solving and calculators."""

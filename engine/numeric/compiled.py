@@ -1,0 +1,270 @@
+"""The compiled formula module: numeric evaluation without sympy or the YAML stack.
+
+Every formula variant becomes a plain Python function (math only) and a NumPy twin;
+metadata the numeric side needs (symbols, units, domains, defaults, and per-input
+monotonicity worked out once by SymPy) becomes literal dicts. The module is written to a
+the user's private cache (engine.core.cache) as a digest-checked code object, named by a hash of
+the formula files and of this generator, and rebuilt whenever either changes.
+
+Cache folder: ``$AIINFRA_CACHE_DIR``, else ``$XDG_CACHE_HOME/aiinfra``, else
+``~/.cache/aiinfra`` (created 0700); never a shared temporary folder. When it is not
+private or not writable the module is built in memory for this run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import zlib
+
+import engine
+
+GENERATOR_VERSION = "1"
+
+
+def cache_dir() -> str:
+    """The configured cache folder (see engine.core.cache for which files in it are trusted)."""
+    from engine.core import cache
+
+    return cache.location()
+
+
+_OWN = ("engine/numeric/compiled.py", "engine/core/cache.py", "engine/core/codegen.py", "engine/core/expr.py", "engine/core/units.py", "engine/core/symbolic.py", "engine/kb/formulas.py")
+
+
+def content_hash(root) -> str:
+    """Key of the compiled formula module: the formula files and this generator's sources."""
+    return files_key(root, ("formulas",), _OWN, GENERATOR_VERSION)
+
+
+def files_key(root, folders, own_files, salt: str = "") -> str:
+    """CRC-32 and Adler-32 over the YAML files of ``folders`` under ``root`` (path and bytes)
+    and over the engine's own ``own_files`` (by name, so the key does not depend on where
+    the root lives).
+
+    zlib, not hashlib: the key only names a cache entry, and OpenSSL's start-up would
+    cost more than the whole evaluation.
+    """
+    crc, adler = zlib.crc32(salt.encode()), zlib.adler32(salt.encode())
+    here = os.path.dirname(os.path.dirname(os.path.abspath(engine.__file__)))  # own files are named engine/...
+    files = [(own, os.path.join(here, own)) for own in own_files]
+    for folder in folders:
+        base = os.path.join(os.fspath(root), folder)
+        for dirpath, dirnames, filenames in sorted(os.walk(base)):
+            dirnames.sort()
+            files += [(None, os.path.join(dirpath, n)) for n in sorted(filenames) if n.endswith(".yaml")]
+    for own, path in files:
+        name = own if own is not None else os.path.relpath(path, os.fspath(root))
+        data = name.encode() + b"\0" + _content(path) + b"\0"
+        crc, adler = zlib.crc32(data, crc), zlib.adler32(data, adler)
+    return f"{crc:08x}{adler:08x}{len(files):04x}"
+
+
+def _content(path: str) -> bytes:
+    """A file's bytes for the key. A FIFO, a device or an oversized file counts as its refusal
+    (the loader reports it as a problem), so computing the key never blocks or reads without end."""
+    from engine.core.fileread import MAX_FILE_BYTES, FileRefused, read_regular
+
+    try:
+        return read_regular(path, MAX_FILE_BYTES)
+    except FileRefused as exc:
+        return exc.reason.encode()
+
+
+def load(root):
+    """The compiled module for ``root``: from the private cache when intact, built on a miss.
+
+    Raises KnowledgeError when the formula files have problems.
+    """
+    if not os.path.isdir(root):
+        from engine.core.errors import KnowledgeError, Problem
+
+        raise KnowledgeError([Problem(os.fspath(root), "", "", "is not a folder (expected a knowledge root with formulas/ and knowledge/)")])
+
+    def source() -> str:
+        from pathlib import Path
+
+        return build_source(Path(root))
+
+    return module(content_hash(root), source)
+
+
+def module(key: str, make_source):
+    """The generated module named by ``key``: its code object read from the private cache
+    (digest-checked, see engine.core.cache), else ``make_source()`` compiled and cached.
+
+    The code is only ever produced here, from source that engine.core.codegen generated from
+    whitelisted expression trees; a cache file that is not the user's own, or whose content
+    does not match its digest, is never run.
+    """
+    name = f"_aiinfra_formulas_{key}"
+    if name in sys.modules:
+        return sys.modules[name]
+    code = _cached_code(key)
+    if code is None:
+        from engine.core.progress import note
+
+        note("building formula cache...")
+        code = compile(make_source(), f"<aiinfra compiled {key}>", "exec")
+        _store_code(key, code)
+    import types
+
+    mod = types.ModuleType(name)
+    exec(code, mod.__dict__)  # code compiled by this process or digest-checked from the user's private cache
+    sys.modules[name] = mod
+    return mod
+
+
+def _code_name(key: str) -> str:
+    return f"formulas_{key}_{sys.implementation.cache_tag}_{sys.hexversion:x}.code"  # marshal is per version
+
+
+def _cached_code(key: str):
+    import marshal
+
+    from engine.core import cache
+
+    name = _code_name(key)
+    payload = cache.read(name)
+    if payload is None:
+        return None
+    try:
+        return marshal.loads(payload)
+    except (ValueError, EOFError, TypeError):
+        cache.discard(name)
+        return None
+
+
+def _store_code(key: str, code) -> None:
+    import marshal
+
+    from engine.core import cache
+
+    if cache.write(_code_name(key), marshal.dumps(code)):
+        cache.prune("formulas_", ".code", keep=32)
+
+
+# ---------------------------------------------------------------------- generation
+
+
+def build_source(root) -> str:
+    """Load the formulas of ``root`` (strictly) and generate the module's source text."""
+    from engine.kb.knowledge import Knowledge
+
+    knowledge = Knowledge.load(root, strict=False)
+    formula_problems = [p for p in knowledge.problems if p.place.startswith("formulas/") or p.place == str(root)]
+    if formula_problems:
+        from engine.core.errors import KnowledgeError
+
+        raise KnowledgeError(formula_problems)
+    return generate(knowledge.formulas)
+
+
+def generate(formulas) -> str:
+    import pprint
+
+    from engine.core import codegen, symbolic
+
+    lines = ['"""Generated by engine.numeric.compiled from the formula YAML files. Do not edit."""', "", codegen.PRELUDE, ""]
+    table: dict[str, dict] = {}
+    for f in formulas:
+        numeric = {n: s for n, s in f.symbols.items() if not s.categorical}
+        sym_table = symbolic.make_symbols({n: s.domain for n, s in numeric.items()})
+        variants = {}
+        for index, variant in enumerate(f.variants):
+            fn = f"f_{f.id}_{index}"
+            used = variant.tree.symbols()
+            inputs = [n for n in numeric if n in used]  # declared order
+            names = {n: f"v_{n}" for n in inputs}
+            args = ", ".join(names[n] for n in inputs)
+            body = []
+            for n in inputs:
+                scale = numeric[n].unit.scale
+                if scale != 1.0:
+                    body.append(f"    {names[n]} = {names[n]} * {scale!r}")
+            out_scale = f.output.unit.scale
+            for flavour, suffix in (("math", ""), ("numpy", "_np")):
+                expr = codegen.to_python(variant.tree, names, numpy=flavour == "numpy")
+                tail = f" / {out_scale!r}" if out_scale != 1.0 else ""
+                head = ["    import numpy as _np"] if flavour == "numpy" else []
+                lines += [f"def {fn}{suffix}({args}):", *head, *body, f"    return {expr}{tail}", ""]
+            sympy_expr = symbolic.variant_to_sympy(f, index, sym_table)
+            mono = {n: symbolic.monotonicity(sympy_expr, sym_table[n]) for n in inputs}
+            variants[variant.key] = {
+                "inputs": list(inputs),
+                "expr": variant.expr,
+                "fn": fn,
+                "np": fn + "_np",
+                "mono": mono,
+                "name": variant.name,
+                "assumptions": list(variant.assumptions),
+            }
+        table[f.id] = {
+            "id": f.id,
+            "name": f.name,
+            "name_zh": f.name_zh,
+            "section": f.section,
+            "defined_in": f.defined_in,
+            "output": {"symbol": f.output.symbol, "unit": f.output.unit_text, "desc": f.output.desc, "per": f.output.per},
+            "symbols": {n: _symbol_meta(s) for n, s in f.symbols.items() if n in f.inputs},
+            "selector": f.selector,
+            "variants": variants,
+            "assumptions": list(f.assumptions),
+            "metric": f.metric,
+        }
+    lines.append("FORMULAS = " + pprint.pformat(table, width=120, sort_dicts=False))
+    return "\n".join(lines) + "\n"
+
+
+def _symbol_meta(s) -> dict:
+    default = s.default
+    if default is not None and not isinstance(default, str):
+        default = [default.value, default.low, default.high]
+    return {
+        "desc": s.desc,
+        "unit": s.unit_text,
+        "domain": s.domain,
+        "values": list(s.values),
+        "default": default,
+        "default_source": s.default_source,
+    }
+
+
+def for_knowledge(k):
+    """The module the other commands would load for ``k.root`` (same key, same digest-checked
+    cache entry), generated from the formulas already loaded; ``from_formulas`` when the
+    root's formula files have problems (then no command would load it)."""
+    root = getattr(k, "root", None)
+    bad = [p for p in k.problems if p.place.startswith("formulas/") or p.place == str(root)]
+    if root is None or bad or not os.path.isdir(root):
+        return from_formulas(k.formulas)
+    return module(content_hash(root), lambda: generate(k.formulas))
+
+
+def from_formulas(formulas):
+    """A compiled module for already-loaded formulas (used by ``check``), cached by source hash."""
+    source = generate(formulas)
+    key = f"s{zlib.crc32(source.encode()):08x}{zlib.adler32(source.encode()):08x}"
+    return module(key, lambda: source)
+
+
+# ---------------------------------------------------------------------- JSON side caches
+
+
+def json_cached(name: str, key: str, build):
+    """``build()``'s JSON-able result, cached as ``<name>_<key>.json`` in the private cache.
+
+    Used for what the fast CLI paths would otherwise read through PyYAML and jsonschema
+    (calculator records, preset tables). Only data is stored, never code; a file that is
+    not intact is discarded and rebuilt, one that cannot be written is skipped.
+    """
+    from engine.core import cache
+
+    file = f"{name}_{key}.json"
+    value = cache.read_json(file)
+    if value is not None:
+        return value
+    value = build()
+    if cache.write_json(file, value):
+        cache.prune(f"{name}_", ".json", keep=64)
+    return value

@@ -1,0 +1,1 @@
+"""Reading paths through the chapters."""

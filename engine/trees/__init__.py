@@ -1,0 +1,1 @@
+"""Decision trees: the numeric walk, symbolic regions and their proofs."""
