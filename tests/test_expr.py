@@ -357,3 +357,13 @@ def test_a_condition_must_be_one_expression_on_its_own(text, why):
 def test_a_condition_parses_to_one_and_zero_branches():
     tree = parse_condition("a > 1 and b <= 2", {"a", "b"})
     assert tree.kind == "piecewise" and sorted(tree.symbols()) == ["a", "b"]
+
+
+def test_a_bad_literal_gives_one_expr_error_and_no_syntax_warning():
+    # Python warns "invalid decimal literal" while parsing '1x'; a user must see only the ExprError
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ExprError, match="invalid decimal literal"):
+            parse("1x + 2", {"x"})

@@ -136,3 +136,24 @@ def test_a_default_with_more_than_4300_digits_is_a_problem_not_a_value_error():
     _, problems = build_formula(_raw("F1", "x", "B", symbols, "y"), "t:1")
     # 10**5000: floor(5000 * log2(10)) + 1 = floor(16609.64) + 1 = 16610 bits
     assert [str(p) for p in problems] == ["t:1 F1 symbols.y.default: a 16610-bit integer is not a finite number below 1.8e308"]
+
+
+def test_an_expression_error_points_at_the_line_of_its_field(tmp_path):
+    # the record starts on line 1; its expr is on line 7, and that is the line a reader must open
+    from engine.kb.formulas import build_formula
+    from engine.kb.yamlio import load_yaml
+
+    text = """- id: FX999
+  name: bad
+  output: {symbol: zz_out, unit: s, desc: x}
+  symbols:
+    px: {unit: s, domain: positive, desc: x}
+    py: {unit: s, domain: positive, desc: x}
+  expr: Max(px/0, py)
+  examples: []
+"""
+    (tmp_path / "f.yaml").write_text(text)
+    data, problems = load_yaml(tmp_path / "f.yaml", "f.yaml")
+    assert problems == []
+    _, problems = build_formula(data[0], "f.yaml:1")
+    assert [(p.place, p.path) for p in problems] == [("f.yaml:7", "expr")]

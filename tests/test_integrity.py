@@ -16,16 +16,17 @@ from engine.kb.knowledge import Knowledge
 
 ROOTS = Path(__file__).parent / "fixtures" / "roots"
 
+# a problem in a field is placed at the line of that field (the unit on line 10, the expr on line 11), not of the record
 CASES = {
     "duplicate_id": "formulas/g.yaml:1 F1 id: is defined twice (first at formulas/f.yaml:1)",
     "duplicate_key": "formulas/f.yaml:3:3 name: duplicate key 'name' (first defined on line 2)",
     "float_section": 'knowledge/book.yaml:14:14 infra:ch6 sections[0].id: expected a string, got the number 6.2 (quote ids and section numbers: "4.10" is not 4.1)',
-    "unknown_unit": "formulas/f.yaml:1 F1 symbols.kv_bytes.unit: 'Bytes' is not a known unit (expected B, bit, FLOP, FLOPS, s, min, h, d, yr, tokens, requests, W, J, Wh, USD, CNY, gCO2e, GPU, %, 1, with prefixes k M G T P, Ki Mi Gi Ti, or m u n on times)",
-    "dimension_mismatch": "formulas/f.yaml:1 F1 expr: in '2 * layers * kv_heads * head_dim * kv_bytes + layers': the term 'layers' is in 1 but '2 * layers * kv_heads * head_dim * kv_bytes' is in B",
+    "unknown_unit": "formulas/f.yaml:10 F1 symbols.kv_bytes.unit: 'Bytes' is not a known unit (expected B, bit, FLOP, FLOPS, s, min, h, d, yr, tokens, requests, W, J, Wh, USD, CNY, gCO2e, GPU, %, 1, with prefixes k M G T P, Ki Mi Gi Ti, or m u n on times)",
+    "dimension_mismatch": "formulas/f.yaml:11 F1 expr: in '2 * layers * kv_heads * head_dim * kv_bytes + layers': the term 'layers' is in 1 but '2 * layers * kv_heads * head_dim * kv_bytes' is in B",
     "dangling_reference": "knowledge/book.yaml:15 infra:ch22 depends_on: refers to infra:ch99, which is not defined",
     "cycle": "knowledge/book.yaml:4 infra:ch3 depends_on: chapter dependencies form a cycle: infra:ch3 --> infra:ch22 --> infra:ch6 --> infra:ch3",
     "concept_twice": "knowledge/book.yaml:22 concept:memory-conversion: is defined in 2 sections (infra:22.1, infra:6.2); a concept has exactly one defining section and is only referenced elsewhere",
-    "malicious_expression": "formulas/f.yaml:1 F1 expr: calling \"__import__('os').system\" is not allowed (expected one of sqrt, log, exp, ceiling, floor, Min, Max, Abs, Piecewise)",
+    "malicious_expression": "formulas/f.yaml:11 F1 expr: calling \"__import__('os').system\" is not allowed (expected one of sqrt, log, exp, ceiling, floor, Min, Max, Abs, Piecewise)",
     "backward_path": "knowledge/book.yaml:24 path:serving steps[2]: infra:ch3 comes after infra:ch6 (step 1), which builds on it; reorder the path or mark step 3 as revisit: true",
     "failing_example": "formulas/f.yaml:1 F1 examples[0]: gives 147456 B/tokens, expected 150000 within 1e-06 (off by 1.70%; source: Qwen/Qwen3-8B config.json; hand arithmetic 2*36*8*128*2 = 147456)",
     "two_producers": "formulas/f.yaml:16 FX1 output.symbol: 'kv_bytes_per_token' is also produced by F1; one symbol has one producer (make them variants of one formula)",

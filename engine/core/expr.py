@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -94,7 +95,9 @@ def parse(text: object, symbols: set[str] | frozenset[str]) -> Node:
     if text.count("(") > MAX_DEPTH * 4:
         raise ExprError(f"nests too deeply (at most {MAX_DEPTH} levels)")
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        with warnings.catch_warnings():  # e.g. "invalid decimal literal": the ExprError below says it once
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
         raise ExprError(f"is not a valid expression ({exc.msg})") from None
     except (ValueError, RecursionError, MemoryError, OverflowError):
@@ -116,7 +119,9 @@ def parse_condition(text: object, symbols: set[str] | frozenset[str]) -> Node:
         raise ExprError(f"expected a condition string, got {type(text).__name__}")
     parse_check = text.strip() or text  # parse() says why an empty or broken text is not an expression
     try:
-        tuple_given = isinstance(ast.parse(parse_check, mode="eval").body, ast.Tuple)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tuple_given = isinstance(ast.parse(parse_check, mode="eval").body, ast.Tuple)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return parse(text, symbols)  # raises ExprError with parse()'s own message
     if tuple_given:

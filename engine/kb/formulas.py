@@ -25,12 +25,26 @@ _IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*")  # fullmatch: no trailing new
 _FORMULA_ID = re.compile(r"FX?[0-9]+")
 
 
+def field_place(raw: dict, place: str, path: str) -> str:
+    """``file:line`` of the field at ``path`` (``variants[1].expr``, ``symbols.x.unit``) in the record
+    that starts at ``place``; the record's own line when the field's is not known."""
+    from engine.kb.yamlio import mark_at
+
+    steps: list[object] = []
+    for part in path.split(".") if path else ():
+        name, _, rest = part.partition("[")
+        steps.append(name)
+        steps += [int(i) for i in re.findall(r"(\d+)\]", "[" + rest)] if rest else []
+    mark = mark_at(raw, steps) if steps else None
+    return f"{place.rsplit(':', 1)[0]}:{mark[0]}" if mark and ":" in place else place
+
+
 def build_formula(raw: dict, place: str) -> tuple[Formula | None, list[Problem]]:
     fid = str(raw.get("id", "-"))
     problems: list[Problem] = []
 
     def problem(path: str, message: str) -> None:
-        problems.append(Problem(place, fid, path, message))
+        problems.append(Problem(field_place(raw, place, path), fid, path, message))
 
     if not _FORMULA_ID.fullmatch(fid):
         problem("id", f"{fid!r} is not a formula id (expected F<n> or FX<n>)")
@@ -77,7 +91,7 @@ def build_formula(raw: dict, place: str) -> tuple[Formula | None, list[Problem]]
         try:
             tree = parse(rv["expr"], declared)
         except ExprError as exc:
-            problems.append(exc.located(place, fid, path).problem())
+            problems.append(exc.located(field_place(raw, place, path), fid, path).problem())
             continue
         variants.append(
             Variant(str(rv["when"]), rv["expr"], tree, rv.get("name", ""), tuple(rv.get("assumptions", ())), rv.get("notes", ""))
