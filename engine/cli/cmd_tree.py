@@ -1,4 +1,4 @@
-"""``aiinfra tree list|walk|regions|boundary|check``: decision trees of decision_trees/.
+"""``aiinfra tree list|show|walk|regions|boundary|check``: decision trees of decision_trees/.
 
 Parsers are added by :func:`add_parsers` (engine.cli.main imports this module only to build
 them, so the top of this module imports nothing heavy); each handler loads what it needs.
@@ -12,8 +12,10 @@ WALK_EXAMPLES = """examples:
   aiinfra tree walk pd-disaggregation --set latency_slo=interactive --set tpot_slo=50ms \\
       --set prompt_tokens=8192 --set serving_gpus=64 --set kv_link_bandwidth=50GB/s ...
   aiinfra tree walk checkpoint-strategy --answers my-cluster.yaml --format md
-Missing inputs are asked for when stdin is a terminal (Enter keeps the default shown);
-otherwise defaults are used and listed, and an input without a default is an error.
+Missing inputs are asked for when stdin is a terminal (Enter keeps the default shown; back,
+skip and help work at every prompt); a value the engine can compute from what it has is
+never asked. Otherwise defaults are used and listed, and every input without a default that
+the walk needs is named at once. `aiinfra tree show ID` lists a tree's inputs.
 """
 
 BOUNDARY_EXAMPLES = """examples:
@@ -40,6 +42,12 @@ def add_parsers(verbs, Parser, shared) -> None:
     p = tverbs.add_parser("list", help="every decision tree", description="List the decision trees: id, title, chapters, leaves.")
     shared(p, False)
     p.set_defaults(handler="engine.cli.cmd_tree:list_")
+    p = tverbs.add_parser("show", help="a tree's inputs, what computes them, and its leaves",
+                          description="Show a tree: every input with its unit, default, domain or choices, which ones the engine computes (and from what) or --model/--device fill, the inputs reached through formulas, the parameters and the leaves.")
+    p.add_argument("id", metavar="ID", help="tree id, e.g. pd-disaggregation")
+    _preset_flags(p)
+    shared(p, False)
+    p.set_defaults(handler="engine.cli.cmd_tree:show")
     p = tverbs.add_parser("walk", help="walk a tree with your numbers", description="Walk a tree: the path with the values that decided each step, the recommendation, why, what to read, and its failure boundary.",
                           formatter_class=raw, epilog=WALK_EXAMPLES)
     p.add_argument("id", metavar="ID", help="tree id, e.g. pd-disaggregation or tree:pd-disaggregation")
@@ -83,6 +91,18 @@ def list_(args) -> int:
         emit(to_json(rows))
     else:
         emit(table(rows, [("id", "id"), ("title", "title"), ("title_zh", "title_zh"), ("chapters", "chapters"), ("leaves", "leaves")], args.format))
+    return 0
+
+
+def show(args) -> int:
+    from engine.cli.common import emit, root_of
+    from engine.trees.inputs import describe
+    from engine.trees.walk import runner
+
+    _no_csv(args)
+    root = root_of(args)
+    run = runner(root, args.id)
+    emit(render_show(describe(run, _presets(args, root)), args.format))
     return 0
 
 
@@ -222,30 +242,77 @@ def _answers(path: str) -> dict[str, object]:
 
 
 class _TtyPrompt:
-    """Asks on stderr, reads stdin; Enter keeps the default. Ctrl-C ends the walk (nothing is written)."""
+    """Asks on stderr, reads stdin; Enter keeps the default. Ctrl-C ends the walk (nothing is written).
 
-    def ask(self, name: str, info: dict) -> str | None:
-        from engine.core.humanize import number
+    At every prompt ``back`` asks the previous question again, ``skip`` (like Enter) keeps the
+    default, lets the engine compute the value, or leaves it unknown where the tree allows, and
+    ``help`` shows what the input is.
+    """
 
-        if info["values"]:
-            what = "one of " + "|".join(info["values"])
-        else:
-            what = info["unit"] if info["unit"] not in ("", "1") else "a number"
-        default = info["default"]
-        if isinstance(default, list):
-            default = number(default[0])
-        shown = f" [default {default}]" if default is not None else ""
-        if info.get("computed_by"):
-            shown = f" [Enter: compute it with {info['computed_by']}]"
-        sys.stderr.write(f"{name} ({what}): {info['desc']}{shown}\n")
-        try:
-            text = input(f"  {name} = ").strip()
-        except EOFError:
-            raise KeyboardInterrupt from None
-        return text or None
+    WORDS = "type back for the previous question, skip to keep the default (or leave it to the engine), help for more"
+
+    def __init__(self):
+        self.hinted = False
+
+    def ask(self, name: str, info: dict):
+        from engine.trees.walk import BACK
+
+        if not self.hinted:
+            sys.stderr.write(f"Answer each question; Enter keeps the default shown ({self.WORDS}).\n")
+            self.hinted = True
+        sys.stderr.write(f"{name} ({_what(info)}): {info['desc']}{_shown(info)}\n")
+        while True:
+            try:
+                text = input(f"  {name} = ").strip()
+            except EOFError:
+                raise KeyboardInterrupt from None
+            word = text.lower()
+            if word == "help":
+                sys.stderr.write(_help(name, info))
+                continue
+            if word == "back":
+                return BACK
+            return None if word in ("", "skip") else text
 
     def say(self, text: str) -> None:
         sys.stderr.write(f"  {text}\n")
+
+
+def _what(info: dict) -> str:
+    if info["values"]:
+        return "one of " + "|".join(info["values"])
+    return info["unit"] if info["unit"] not in ("", "1") else "a number"
+
+
+def _default(info: dict):
+    from engine.core.humanize import number
+
+    default = info["default"]
+    return number(default[0]) if isinstance(default, list) else default
+
+
+def _shown(info: dict) -> str:
+    if info.get("computed_by"):
+        return f" [Enter: compute it with {info['computed_by']}]"
+    return f" [default {_default(info)}]" if info["default"] is not None else ""
+
+
+def _help(name: str, info: dict) -> str:
+    """What ``help`` prints at a prompt: the input's meaning, unit, default and choices."""
+    lines = [f"{name}: {' '.join(str(info['desc']).split())}"]
+    lines.append(f"unit: {info['unit']}" if info["unit"] not in ("", "1") else "unit: none (a plain number or a choice)")
+    if info["values"]:
+        lines.append("choices: " + ", ".join(info["values"]))
+    elif info.get("domain"):
+        lines.append(f"domain: {info['domain']}")
+    if info["default"] is not None:
+        lines.append(f"default: {_default(info)}" + (f" ({info['source']})" if info.get("source") else ""))
+    else:
+        lines.append("default: none")
+    if info.get("computed_by"):
+        lines.append(f"Enter or skip: {info['computed_by']} computes it from the other inputs")
+    lines.append(_TtyPrompt.WORDS)
+    return "".join(f"    {line}\n" for line in lines)
 
 
 def _fmt(value, unit: str) -> str:
@@ -294,6 +361,62 @@ def render_walk(result, fmt: str) -> str:
     if result.warnings:
         lines += ["", "### Warnings" if md else "Warnings:"] + [f"- {w}" for w in result.warnings]
     return "\n".join(lines)
+
+
+def render_show(data: dict, fmt: str) -> str:
+    from engine.cli.render import to_json
+
+    if fmt == "json":
+        return to_json(data)
+    md = fmt == "md"
+    lines = [f"## {data['tree']} · {data['title']} ({data['title_zh']})" if md else f"{data['tree']} · {data['title']} ({data['title_zh']})",
+             "", f"Decision: {data['decision']}", ""]
+    lines += _show_inputs("Inputs", "give any with --set NAME=VALUE or --answers FILE", data["inputs"], md)
+    if data["chain"]:
+        lines += [""] + _show_inputs("Inputs reached through formulas", "each may be given too", data["chain"], md)
+    if data["fixed"]:
+        lines += ["", "### Fixed" if md else "Fixed:"] + [f"- {f['symbol']} = {f['value']} ({f['reason']})" for f in data["fixed"]]
+    if data["parameters"]:
+        lines += ["", "### Parameters" if md else "Parameters:"]
+        lines += [f"- {p['name']} = {p['value']:g} {p['unit']} ({p['source']})" for p in data["parameters"]]
+    lines += ["", "### Leaves" if md else "Leaves:"]
+    lines += [f"- {leaf['id']}{f' [{s}]' if (s := leaf['severity']) else ''}: {leaf['recommendation']}" for leaf in data["leaves"]]
+    return "\n".join(lines)
+
+
+def _show_inputs(title: str, hint: str, inputs: list[dict], md: bool) -> list[str]:
+    lines = [f"### {title}" if md else f"{title} ({hint}):"]
+    if md:
+        lines += ["", hint, "", "| input | unit | domain or choices | default | computed / preset | meaning |", "|---|---|---|---|---|---|"]
+    for i in inputs:
+        kind = "one of " + "|".join(i["values"]) if i["values"] else i["domain"]
+        default = "none" if i["default"] is None else f"{_value(i['default'])}{' ' + i['unit'] if i['unit'] and not i['values'] else ''}"
+        how = _how(i)
+        if md:
+            cells = [f"`{i['symbol']}`", i["unit"], kind, default, how or "", i["description"]]
+            lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+            continue
+        unit = f"{i['unit']}, " if i["unit"] else ""
+        lines.append(f"  {i['symbol']} ({unit}{kind}): default {default}" + (f"; {how}" if how else ""))
+        lines.append(f"      {i['description']}")
+    return lines
+
+
+def _how(i: dict) -> str:
+    parts = []
+    if i["preset"]:
+        parts.append(f"preset {_value(i['preset']['value'])}{' ' + i['unit'] if i['unit'] else ''} ({i['preset']['source']})")
+    if i["computed"]:
+        parts.append(f"computed by {i['computed']['formula']} from {', '.join(i['computed']['from'])} unless given")
+    return "; ".join(parts)
+
+
+def _value(v) -> str:
+    from engine.core.humanize import number
+
+    if isinstance(v, list):  # a range: central value, low, high
+        return f"{number(v[1])}..{number(v[2])}" if len(v) == 3 else ", ".join(map(str, v))
+    return number(v) if isinstance(v, int | float) and not isinstance(v, bool) else str(v)
 
 
 def _render_regions(tree, regions: dict, fmt: str) -> str:

@@ -15,7 +15,7 @@ from engine.trees.walk import FOLDER, Report, Runner, load, structure_problems, 
 ANALYSIS_VERSION = "1"
 # structure problems after which the tree cannot be proven (unused inputs or an orphan leaf do not stop it)
 _FATAL = ("neither a node nor a leaf", "the nodes form a cycle", "is both a node and a leaf")
-_OWN = ("engine/trees/walk.py", "engine/trees/regions.py", "engine/trees/proofs.py", "engine/numeric/calculators.py", "engine/core/expr.py", "engine/core/codegen.py", "engine/numeric/compiled.py", "engine/core/units.py", "engine/core/dimensions.py", "engine/core/symbolic.py")
+_OWN = tuple(f"engine/trees/{m}.py" for m in ("records", "symbols", "state", "runner", "structure", "literals", "algebra", "decide", "boundaries", "proofs")) + tuple(f"engine/numeric/{m}.py" for m in ("calculators", "calc_records", "calc_plan", "calc_run", "calc_ranges", "calc_sweep", "calc_conditions", "calc_problems")) + ("engine/core/expr.py", "engine/core/codegen.py", "engine/numeric/compiled.py", "engine/core/units.py", "engine/core/dimensions.py", "engine/core/symbolic.py")
 
 
 def analyse(root, knowledge=None) -> Report:

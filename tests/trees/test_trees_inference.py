@@ -3,7 +3,7 @@
 Every expected leaf is argued in a comment from the tree's condition and hand arithmetic on
 cited public numbers; every threshold is walked on both sides. Sources:
 - Qwen/Qwen3-8B config.json: 36 layers, 32 attention heads, 8 KV heads, head_dim 128; its
-  safetensors total of 8190735360 parameters (the figure tests/test_trees.py uses).
+  safetensors total of 8190735360 parameters (the figure tests/trees/test_trees.py uses).
 - NVIDIA H100 SXM datasheet: 80 GB HBM3, 3.35 TB/s, 989 TFLOPS dense BF16.
 - The trees' cited parameters (book chapters 23-26 at the commits named in each tree) and the
   formulas' cited defaults: F6 BF16 2 B per weight, FX30 2 FLOPs per active parameter per token,

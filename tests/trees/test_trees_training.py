@@ -4,11 +4,11 @@ regions and flip boundaries derived by hand.
 Sources of the numbers (every expected value is hand arithmetic written beside it):
 - meta-llama/Llama-3.1-8B config.json: hidden 4096, 32 layers, 32 heads, 8 KV heads, head_dim
   128, vocab 128256; safetensors total 8030261248 parameters. Llama-3.1-70B: hidden 8192,
-  80 layers, 64 heads, safetensors total 70553706496 (as in tests/test_trees.py).
+  80 layers, 64 heads, safetensors total 70553706496 (as in tests/trees/test_trees.py).
 - deepseek-ai/DeepSeek-V3 config.json: hidden_size 7168, num_experts_per_tok 8,
   num_hidden_layers 61, first_k_dense_replace 3 (58 MoE layers).
 - NVIDIA H100 SXM datasheet: 80 GB, 3.35 TB/s, 700 W; H100 whitepaper: 989.4 TFLOPS dense BF16
-  (989 TFLOPS used as in tests/test_trees.py). L40S 48 GB, RTX 4090 24 GB (datasheets, as in
+  (989 TFLOPS used as in tests/trees/test_trees.py). L40S 48 GB, RTX 4090 24 GB (datasheets, as in
   knowledge/hardware). F7's cited defaults: usable = nominal × 0.9 × (1 − 0.12) = 0.792 ×
   nominal. F4: 2 + 2 + 12 bytes per parameter. Korthikanti et al. 2022 (F5/FX103/FX104
   defaults): 10 + 24 bytes per token per hidden unit, 5 bytes per head per token pair unfused,

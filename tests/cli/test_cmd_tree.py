@@ -17,7 +17,7 @@ import pytest
 
 from engine.cli.main import main
 
-FIXTURES = Path(__file__).parent / "fixtures" / "trees"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "trees"
 SYNC = ["--set", "checkpoint_mode=sync", "--set", "checkpoint_durable_time=60s"]
 
 
@@ -108,11 +108,26 @@ def test_walk_ctrl_c_leaves_nothing(monkeypatch, capsys):
     assert code == 130 and out == "" and err.endswith("aiinfra: interrupted\n")
 
 
-def test_walk_without_terminal_uses_defaults_or_names_the_missing_input(capsys):
+def test_walk_without_terminal_names_every_missing_input_at_once(capsys):
+    """Issue 11: all the inputs the walk needs at the node it stops at, one line each, in one run (not one per run)."""
     code, out, err = run(["tree", "walk", "checkpoint-strategy", "--set", "checkpoint_mode=sync"], capsys)
     assert code == 2 and out == ""
-    assert err == ("aiinfra: error: --set ckpt_queue_time: tree:checkpoint-strategy needs a value for ckpt_queue_time "
-                   "(s, time waiting in the save queue before writing starts (T_queue)); or give checkpoint_durable_time directly\n")
+    lines = err.splitlines()
+    assert lines[0] == ("aiinfra: error: tree:checkpoint-strategy needs 6 inputs to decide node sync-budget "
+                        "(give each with --set NAME=VALUE or --answers FILE):")
+    # FX55's five stages (T_queue, T_prepare, slowest rank, T_commit, T_verify) and the MTBF, each with its unit and meaning
+    assert lines[1] == ("  --set ckpt_queue_time (s, time waiting in the save queue before writing starts (T_queue)); "
+                        "or give checkpoint_durable_time directly")
+    named = [line.split()[1] for line in lines[1:]]
+    assert named == ["ckpt_queue_time", "ckpt_prepare_time", "ckpt_slowest_rank_time", "ckpt_commit_time", "ckpt_verify_time", "mtbf"]
+    assert all(line.startswith("  --set ") and " (s, " in line for line in lines[1:])
+
+
+def test_walk_without_terminal_one_missing_input_is_one_line(capsys):
+    code, out, err = run(["tree", "walk", "checkpoint-strategy", *SYNC], capsys)
+    assert code == 2 and out == ""
+    assert err == ("aiinfra: error: --set mtbf: tree:checkpoint-strategy needs a value for mtbf (s, mean time between failures that force "
+                   "a rollback, for this job's size (FX60 from component rates, or your incident log)); or give n_gpus to derive it (FX60)\n")
 
 
 @pytest.mark.parametrize("argv, field", [
@@ -232,8 +247,11 @@ def test_walk_refuses_a_billion_laughs_answers_file_quickly(tmp_path, capsys):
                    "(&anchor / *alias), the most read from one file\n")
 
 
-def _pty_walk(argv: list[str], answers: dict[str, str], limit: float = 240.0) -> tuple[int, str]:
-    """Run ``aiinfra ARGV`` on a pseudo-terminal; answer each ``  NAME = `` prompt from ANSWERS (Enter otherwise)."""
+def _pty_walk(argv: list[str], answers: dict[str, str | list[str]], limit: float = 240.0) -> tuple[int, str]:
+    """Run ``aiinfra ARGV`` on a pseudo-terminal; answer each ``  NAME = `` prompt from ANSWERS (Enter otherwise).
+
+    A list answers the same prompt in turn (its k-th showing gets the k-th entry), for back/help/refused answers.
+    """
     import os
     import pty
     import select
@@ -258,9 +276,11 @@ def _pty_walk(argv: list[str], answers: dict[str, str], limit: float = 240.0) ->
         if m:
             name = m.group(1).decode()
             asked[name] = asked.get(name, 0) + 1
-            assert asked[name] <= 2, f"asked for {name} again and again:\n{out.decode(errors='replace')}"
+            given = answers.get(name, "")
+            turns = given if isinstance(given, list) else [given]
+            assert asked[name] <= max(2, len(turns)), f"asked for {name} again and again:\n{out.decode(errors='replace')}"
             out += b"\n"
-            os.write(fd, (answers.get(name, "") + "\r").encode())
+            os.write(fd, (turns[min(asked[name], len(turns)) - 1] + "\r").encode())
     else:
         os.kill(pid, 9)
     _, status = os.waitpid(pid, 0)

@@ -24,7 +24,7 @@ from engine.trees import regions as trees_symbolic
 from engine.trees import walk as trees
 from engine.trees.regions import fourier_motzkin
 
-FIXTURES = Path(__file__).parent / "fixtures" / "trees"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "trees"
 
 # Qwen3-8B on one H100 SXM, BF16 (sources in the module docstring)
 QWEN_PARAMS = 8190735360
@@ -338,9 +338,20 @@ def test_unknown_input_is_refused(shipped, module):
     assert err.value.field == "--set nonsense" and "is not an input of tree:training-divergence" in err.value.message
 
 
-def test_missing_value_names_the_field(shipped, module):
+def test_missing_values_are_named_together(shipped, module):
+    """Issue 11: the warmup node compares spike_step with warmup_steps; both are missing, so both are named in one error."""
     with pytest.raises(InputError) as err:
         runner(shipped, module, "training-divergence").walk({"job_state": "stopped", "loss_symptom": "spike"})
+    assert err.value.field == "--set spike_step, --set warmup_steps"
+    assert str(err.value) == ("tree:training-divergence needs 2 inputs to decide node warmup (give each with --set NAME=VALUE or --answers FILE):\n"
+                              "  --set spike_step (optimizer step at which the spike began)\n"
+                              "  --set warmup_steps (learning-rate warmup steps of the run's schedule)")
+    assert [m.field for m in err.value.missing] == ["--set spike_step", "--set warmup_steps"]
+
+
+def test_one_missing_value_keeps_the_one_line_form(shipped, module):
+    with pytest.raises(InputError) as err:
+        runner(shipped, module, "training-divergence").walk({"job_state": "stopped", "loss_symptom": "spike", "warmup_steps": 2000})
     assert str(err.value) == "--set spike_step: tree:training-divergence needs a value for spike_step (optimizer step at which the spike began)"
 
 
