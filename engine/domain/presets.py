@@ -115,19 +115,102 @@ def device_values(device, precision: str = "bf16") -> dict[str, tuple[object, st
     return out
 
 
+# The preset table of one (root, model, device, precision) is kept in this process. Its files
+# (the model and hardware records and the formulas) are stat-ed at most every FRESH_INTERVAL
+# seconds; when a stat changes, or a file is newer than RACY_NS (a second edit in the same
+# timestamp tick leaves the stat unchanged), the content key decides, as in
+# engine.numeric.compiled. The engine's own sources (this module, hardware.py and every
+# engine/domain/model*.py, which derive the records) are in the key, not stat-ed.
+FOLDERS = ("knowledge/models", "knowledge/hardware", "formulas")
+FRESH_INTERVAL = 0.01
+RACY_NS = 2_000_000_000
+_MEMO: dict[tuple, list] = {}  # (absolute root, model, device, precision) -> [stamp, racy, key, table, checked_at]
+
+
 def cached(root, model: str | None, device: str | None, precision: str = "bf16") -> dict[str, tuple[object, str]]:
-    """``load`` through a JSON cache keyed by the model, hardware and formula files (errors are not cached)."""
+    """``build`` kept in this process and through a JSON cache keyed by the model, hardware and
+    formula files (errors are not cached). A new dict each call; the values are shared."""
+    import os
+    import time
+
+    path = os.path.abspath(os.fspath(root))
+    memo = (path, model or "", device or "", precision)
+    hit = _MEMO.get(memo)
+    now = time.monotonic()
+    if hit is not None and (now - hit[4] < FRESH_INTERVAL or _still_fresh(memo, hit, now)):
+        return dict(hit[3])
+    stamp, racy = _stamp(path)  # before the key: an edit in between shows at the next check
+    key = _key(path, model, device, precision)
+    table = _table(path, key, model, device, precision)
+    _MEMO[memo] = [stamp, racy, key, table, now]
+    return dict(table)
+
+
+def load(root, model: str | None, device: str | None, precision: str = "bf16") -> dict[str, tuple[object, str]]:
+    """The preset values for ``--model``/``--device``: ``cached`` (the API and the CLI share it)."""
+    return cached(root, model, device, precision)
+
+
+def forget() -> None:
+    """Drop every kept preset table: the next ``cached`` call reads the cache again."""
+    _MEMO.clear()
+
+
+def _key(path: str, model: str | None, device: str | None, precision: str) -> str:
     import zlib
 
     from engine.numeric import compiled
 
-    key = compiled.files_key(root, ["knowledge/models", "knowledge/hardware", "formulas"], ["engine/domain/presets.py", "engine/domain/models.py", "engine/domain/hardware.py"])
     args = f"{model or ''}|{device or ''}|{precision}"
-    key += f"{zlib.crc32(args.encode()):08x}"
-    return {k: tuple(v) for k, v in compiled.json_cached("presets", key, lambda: load(root, model, device, precision)).items()}
+    return compiled.files_key(path, list(FOLDERS), _own()) + f"{zlib.crc32(args.encode()):08x}"
 
 
-def load(root, model: str | None, device: str | None, precision: str = "bf16") -> dict[str, tuple[object, str]]:
+def _own() -> list[str]:
+    import os
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    models = sorted(n for n in os.listdir(here) if n.startswith("model") and n.endswith(".py"))
+    return ["engine/domain/presets.py", "engine/domain/hardware.py"] + [f"engine/domain/{n}" for n in models]
+
+
+def _table(path: str, key: str, model: str | None, device: str | None, precision: str) -> dict[str, tuple[object, str]]:
+    from engine.numeric import compiled
+
+    return {k: tuple(v) for k, v in compiled.json_cached("presets", key, lambda: build(path, model, device, precision)).items()}
+
+
+def _still_fresh(memo: tuple, hit: list, now: float) -> bool:
+    path, model, device, precision = memo
+    stamp, racy = _stamp(path)
+    if stamp == hit[0] and not hit[1]:
+        hit[4] = now
+        return True
+    if _key(path, model or None, device or None, precision) != hit[2]:
+        return False
+    hit[0], hit[1], hit[4] = stamp, racy, now
+    return True
+
+
+def _stamp(path: str) -> tuple[tuple, bool]:
+    """(name, size, mtime, ctime, inode) of every YAML file of FOLDERS, and whether any is newer than RACY_NS."""
+    import os
+    import time
+
+    found: list[tuple] = []
+    for folder in FOLDERS:
+        for dirpath, dirnames, filenames in os.walk(os.path.join(path, folder)):
+            dirnames.sort()
+            for name in sorted(n for n in filenames if n.endswith(".yaml")):
+                try:
+                    st = os.stat(os.path.join(dirpath, name))
+                except OSError:
+                    continue
+                found.append((os.path.join(dirpath, name), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
+    newest = max((max(entry[2], entry[3]) for entry in found), default=0)
+    return tuple(found), newest > time.time_ns() - RACY_NS
+
+
+def build(root, model: str | None, device: str | None, precision: str = "bf16") -> dict[str, tuple[object, str]]:
     """The preset values for ``--model``/``--device`` (the device wins on a shared symbol; none do today)."""
     out: dict[str, tuple[object, str]] = {}
     if model:
