@@ -14,7 +14,7 @@ Integer precisions count integer operations per second in FLOPS units (a vendor'
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine.core.errors import InputError, Problem, UnitError
 from engine.core.units import parse_quantity
@@ -52,6 +52,7 @@ class Peak:
     derivation: str = ""
     confidence: str = "exact"
     note: str = ""
+    formats: tuple[str, ...] = ()  # block-scaled formats (FORMATS) the source states this peak for
 
     @property
     def sparse(self) -> bool:
@@ -160,7 +161,7 @@ def build(record: dict) -> Device:
 
 def _peak(raw: dict) -> Peak:
     return Peak(raw["precision"], raw["accumulator"], raw["unit"], raw["sparsity"], quantity(raw["value"], "FLOP/s"), raw["value"],
-                raw["source"], raw.get("derivation", ""), raw.get("confidence", "exact"), raw.get("note", ""))
+                raw["source"], raw.get("derivation", ""), raw.get("confidence", "exact"), raw.get("note", ""), tuple(raw.get("formats", ())))
 
 
 def devices(k) -> dict[str, Device]:
@@ -199,6 +200,7 @@ def record_problems(record: dict) -> list[tuple[str, str]]:
     device = build(record)
     out += _sparse_pairs(device)
     out += _duplicates(device)
+    out += format_problems(device)
     counted = device.counted_as
     if counted["per_package"] > 1 and not counted.get("package"):
         out.append(("counted_as.package", f"per_package is {counted['per_package']}; name the package the records share"))
@@ -285,6 +287,8 @@ def select_peak(device: Device, precision: str, accumulator: str | None = None, 
     Dense unless ``sparse``; a matrix unit over a vector unit of the same precision; with
     several accumulators of different peaks, ``accumulator`` must choose.
     """
+    if str(precision).strip().lower() in FORMATS:
+        return select_format_peak(device, precision, accumulator, sparse)
     precision = _choice(precision, PRECISIONS, "--precision")
     if accumulator is not None:
         accumulator = _choice(accumulator, ACCUMULATORS, "--accumulator")
@@ -325,3 +329,40 @@ def _choice(text: str, allowed: tuple[str, ...], field: str) -> str:
 
 def _labels(peaks) -> str:
     return "; ".join(p.label for p in peaks)
+
+
+# ---------------------------------------------------------------------------- block-scaled formats
+
+# A block-scaled format runs on the matrix path of its element precision, but only where the
+# vendor states it (a peak's ``formats``): NVFP4 on Blackwell, MXFP4/MXFP6 on CDNA4. A device
+# whose fp4 peak names no format is not assumed to run either (formulas FX650, FX651).
+FORMATS = {"nvfp4": "fp4", "mxfp4": "fp4", "mxfp6": "fp6", "mxfp8": "fp8"}
+
+
+def device_formats(device: Device) -> tuple[str, ...]:
+    """Every --precision value the device has a peak for: its precisions, then its stated block-scaled formats."""
+    plain = [p for p in PRECISIONS if any(peak.precision == p for peak in device.peaks)]
+    scaled = [f for f in FORMATS if any(f in peak.formats for peak in device.peaks)]
+    return tuple(plain + scaled)
+
+
+def select_format_peak(device: Device, fmt: str, accumulator: str | None = None, sparse: bool = False) -> Selection:
+    """The peak of a block-scaled format: one of the peaks its record states the format for, chosen as :func:`select_peak` does."""
+    fmt = str(fmt).strip().lower()
+    covered = tuple(p for p in device.peaks if fmt in p.formats)
+    if not covered:
+        raise InputError("--precision", f"{device.id} has no {fmt} peak (no datasheet figure states {fmt} on it); "
+                         f"its formats: {', '.join(device_formats(device))}")
+    chosen = select_peak(replace(device, peaks=covered), FORMATS[fmt], accumulator, sparse)
+    note = f"{fmt} runs on the {chosen.peak.precision} matrix path; the record states this peak for {', '.join(chosen.peak.formats)}"
+    return Selection(chosen.peak, (note,) + chosen.notes)
+
+
+def format_problems(device: Device) -> list[tuple[str, str]]:
+    """A stated format must sit on a peak of its element precision (NVFP4 on fp4, MXFP8 on fp8)."""
+    out = []
+    for i, p in enumerate(device.peaks):
+        for fmt in p.formats:
+            if FORMATS.get(fmt) != p.precision:
+                out.append((f"peaks[{i}].formats", f"{fmt} has {FORMATS.get(fmt, 'no known')} elements, not {p.precision}"))
+    return out

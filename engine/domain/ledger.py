@@ -1,11 +1,9 @@
 """The per-operator forward ledger: an operator template, a model record and a scenario.
 
-A template (``knowledge/operators/<family>.yaml``, schema ``engine/kb/schemas/operators.json``)
-lists the operators of one forward pass of an architecture family. Every cost is an
-expression over names bound from the model record (``symbols``), fixed numbers
-(``constants``), named intermediate results (``derived``) and the scenario symbols below.
-Expressions go through engine.core.expr's whitelisted parser and engine.core.codegen into one
-generated Python module, cached like the compiled formulas; nothing reaches eval.
+The templates and their compiled module are ``engine.domain.ledger_templates``; the
+record's symbols, the scenario options and routing are read by ``engine.domain.ledger_inputs``.
+This module runs a pass (``forward_record``) or G decode calls (``generate_record``) and
+sums the rows into a Ledger.
 
 Totals that an Appendix B record states come from the compiled formulas: F8 (KV bytes per
 token), FX73 (its share on one GPU under tensor parallelism), FX70 (sliding-window layers)
@@ -14,32 +12,36 @@ and F6 (weight bytes = parameters x bytes per weight). The numeric path never im
 
 from __future__ import annotations
 
-import math
-import os
-import zlib
 from collections import namedtuple
 
-from engine.core.errors import ExprError, InputError, KnowledgeError, Problem
-
-# names the engine binds for every template (documented in engine/kb/schemas/operators.json)
-SCENARIO_SYMBOLS = ("B", "S", "H", "head_rows", "p_w", "p_kv", "experts_used")
-COST_FIELDS = (
-    "parameters", "matrix_flops", "attention_matrix_flops", "rectangular_attention_matrix_flops",
-    "scalar_flops", "weight_bytes", "activation_read_bytes", "activation_write_bytes",
-    "kv_read_bytes", "kv_write_bytes",
+from engine.core.errors import InputError
+from engine.domain.ledger_inputs import (  # noqa: F401  (OUTPUT_HEADS, ROUTINGS, bind: public through this module)
+    OUTPUT_HEADS,
+    ROUTINGS,
+    _constants,
+    _count,
+    _experts_used,
+    _number,
+    _show,
+    _size,
+    bind,
 )
+from engine.domain.ledger_templates import (  # noqa: F401  (public through this module)
+    COST_FIELDS,
+    SCENARIO_SYMBOLS,
+    Catalog,
+    Templates,
+    generate_source,
+    load_root,
+    template_problems,
+)
+
 # the public contract of Ledger.totals (issue 4): exactly these keys, in this order
 TOTAL_KEYS = (
     "parameters", "matrix_flops", "attention_matrix_flops", "rectangular_attention_matrix_flops",
     "scalar_flops", "weight_bytes", "kv_bytes_per_token", "kv_bytes_before", "kv_bytes_after",
     "kv_bytes_written", "experts_used", "expert_weight_bytes",
 )
-OUTPUT_HEADS = ("last", "all", "none")
-ROUTINGS = ("balanced", "concentrated")
-_PLACEHOLDER = r"\{([^{}]+)\}"  # {expr} in a shape text
-_NAME = r"[A-Za-z][A-Za-z0-9_]*"
-_OWN = ("engine/domain/ledger.py", "engine/core/expr.py", "engine/core/codegen.py", "engine/kb/knowledge.py", "engine/kb/schemas/operators.json", "engine/kb/schemas/model.json")
-
 
 _ROW_FIELDS = ("name", "kind", "shape", "repeats", *COST_FIELDS[:5], "special_functions", *COST_FIELDS[5:], "formulas", "note")
 
@@ -82,312 +84,6 @@ class Ledger:
         out.update(special_functions=self.special_functions, template=self.template, formulas=self.formulas,
                    assumptions=self.assumptions, warnings=self.warnings)
         return out
-
-
-# ---------------------------------------------------------------------------- templates
-
-
-_COMPILED: dict[int, Templates] = {}  # templates already compiled in this process, by a hash of their text
-
-
-class Templates:
-    """Compiled operator templates: the generated module and the metadata it carries."""
-
-    def __init__(self, module):
-        self.module = module
-        self.meta: dict[str, dict] = module.TEMPLATES
-
-    @classmethod
-    def from_dicts(cls, operators) -> Templates:
-        """Compile ``{id: template}`` (``Knowledge.operators``) or a list of templates."""
-        templates = {t["id"]: t for t in operators} if isinstance(operators, list | tuple) else dict(operators)
-        memo = zlib.crc32(repr(sorted(templates.items())).encode())
-        if memo not in _COMPILED:
-            source, problems = generate_source(templates)
-            if problems:
-                raise KnowledgeError(problems)
-            _COMPILED[memo] = cls(_load_source(source, "T"))
-        return _COMPILED[memo]
-
-    def for_family(self, family: str) -> tuple[str, dict]:
-        for tid, meta in sorted(self.meta.items()):
-            if meta["family"] == family:
-                return tid, meta
-        known = ", ".join(sorted(m["family"] for m in self.meta.values())) or "none"
-        raise InputError("--model", f"no operator template serves the family {family!r} (templates for: {known})")
-
-    def run(self, meta: dict, values: dict) -> tuple:
-        return getattr(self.module, meta["fn"])(values)
-
-
-def generate_source(templates: dict[str, dict], models: dict | None = None, places: dict | None = None) -> tuple[str, list[Problem]]:
-    """Python source for ``templates`` (and, for the CLI cache, the model records)."""
-    import pprint
-
-    from engine.core import codegen
-
-    lines = ['"""Generated by engine.domain.ledger from operator templates. Do not edit."""', "", codegen.PRELUDE]
-    table, problems = {}, []
-    for i, tid in enumerate(sorted(templates)):
-        place = (places or {}).get(tid, "")
-        fn_lines, meta, found = _compile_template(tid, templates[tid], f"t_{i}", place)
-        problems += found
-        lines += fn_lines
-        if meta:
-            table[tid] = meta
-    lines.append("TEMPLATES = " + pprint.pformat(table, width=120, sort_dicts=False))
-    lines.append("MODELS = " + pprint.pformat(models or {}, width=120, sort_dicts=False))
-    return "\n".join(lines) + "\n", problems
-
-
-def template_problems(templates: dict[str, dict], places: dict | None = None) -> list[Problem]:
-    """Every expression problem of the templates (for ``aiinfra check``)."""
-    return generate_source(templates, places=places)[1]
-
-
-def _compile_template(tid: str, t: dict, fn: str, place: str) -> tuple[list[str], dict, list[Problem]]:
-    import re
-
-    from engine.core import codegen
-    from engine.core.expr import parse
-
-    problems: list[Problem] = []
-    declared = [("symbols", n) for n in t["symbols"]] + [("constants", n) for n in t.get("constants", {})] + [("derived", d["name"]) for d in t.get("derived", [])]
-    for where, name in declared:  # names become Python identifiers in the generated code: check them even without the schema
-        if not re.fullmatch(_NAME, str(name)):
-            problems.append(Problem(place, tid, f"{where}.{name}", "is not a name (expected a letter, then letters, digits or _)"))
-    if problems:
-        return [], {}, problems
-    inputs = list(t["symbols"]) + list(t.get("constants", {})) + list(SCENARIO_SYMBOLS)
-    for name in set(t["symbols"]) & set(t.get("constants", {})) | set(t["symbols"]) & set(SCENARIO_SYMBOLS) | set(t.get("constants", {})) & set(SCENARIO_SYMBOLS):
-        problems.append(Problem(place, tid, f"symbols.{name}", "is declared twice (symbols, constants and the scenario symbols share one namespace)"))
-    local = {n: f"s_{n}" for n in inputs}
-
-    def code(text, path: str) -> str:
-        try:
-            return codegen.to_python(parse(str(text), frozenset(local)), local)
-        except ExprError as exc:
-            problems.append(Problem(place, tid, path, exc.reason))
-            return "0.0"
-
-    body = [f"def {fn}(v):"] + [f"    s_{n} = v[{n!r}]" for n in inputs]
-    for j, d in enumerate(t.get("derived", [])):
-        if d["name"] in local:
-            problems.append(Problem(place, tid, f"derived[{j}].name", f"{d['name']!r} is already a name of this template"))
-        expr = code(d["expr"], f"derived[{j}].expr")
-        local[d["name"]] = f"s_{d['name']}"
-        body.append(f"    s_{d['name']} = {expr}")
-    ops, seen = [], set()
-    body.append("    return (")
-    for k, op in enumerate(t["operators"]):
-        if op["name"] in seen:
-            problems.append(Problem(place, tid, f"operators[{k}].name", f"{op['name']!r} appears twice"))
-        seen.add(op["name"])
-        values = [code(op["repeats"], f"operators[{k}].repeats")]
-        for f in COST_FIELDS:
-            if f == "weight_bytes" and f not in op:
-                values.append(f"({values[1]}) * s_p_w")  # each stored weight read once per pass
-            else:
-                values.append(code(op.get(f, 0), f"operators[{k}].{f}"))
-        special = dict(op.get("special", {}))
-        specials = [code(special[s], f"operators[{k}].special.{s}") for s in special]
-        parts = re.split(_PLACEHOLDER, op["shape"])
-        shapes = [code(p, f"operators[{k}].shape") for p in parts[1::2]]
-        body.append(f"        ({', '.join(values)}, ({''.join(s + ', ' for s in specials)}), ({''.join(s + ', ' for s in shapes)})),")
-        ops.append({"name": op["name"], "kind": op["kind"], "shape_text": parts[0::2], "special": list(special),
-                    "formulas": list(op.get("formulas", [])), "note": op.get("note", ""), "routed_experts": bool(op.get("routed_experts"))})
-    body.append("    )")
-    meta = {"id": tid, "family": t["family"], "name": t["name"], "fn": fn, "symbols": t["symbols"],
-            "constants": t.get("constants", {}), "assumptions": list(t.get("assumptions", [])),
-            "sources": list(t["sources"]), "operators": ops}
-    return body + [""], meta, problems
-
-
-def _load_source(source: str, prefix: str):
-    """Import generated ``source`` through engine.numeric.compiled's cache folder (named by its hash)."""
-    from engine.numeric import compiled
-
-    key = f"{prefix}{zlib.crc32(source.encode()):08x}{zlib.adler32(source.encode()):08x}"
-    return compiled.module(key, lambda: source)
-
-
-# ---------------------------------------------------------------------------- a root, fast
-
-
-class Catalog:
-    """The model records and compiled templates of a root, read from the cache when it is current."""
-
-    def __init__(self, module):
-        self.templates = Templates(module)
-        self.models: dict[str, dict] = module.MODELS
-
-    def model(self, text: str) -> dict:
-        from engine.core.suggest import known
-
-        ident = text.strip().lower()
-        ident = ident if ident.startswith("model:") else f"model:{ident}"
-        if ident not in self.models:
-            names = sorted(m.split(":", 1)[1] for m in self.models)
-            raise InputError("--model", f"no model {text!r} ({known(ident.split(':', 1)[1], names, 'none shipped')})")
-        return self.models[ident]
-
-
-def load_root(root) -> Catalog:
-    """Models and templates of ``root``: a cached module keyed by the files' contents.
-
-    On a miss the root is loaded and checked (schema and template expressions); any
-    problem in knowledge/models or knowledge/operators is raised as a KnowledgeError.
-    """
-    from engine.numeric import compiled
-
-    return Catalog(compiled.module("L" + _root_hash(root), lambda: _root_source(root)))
-
-
-def _root_hash(root) -> str:
-    from engine.numeric import compiled
-
-    return compiled.files_key(root, (os.path.join("knowledge", "models"), os.path.join("knowledge", "operators")), _OWN)
-
-
-def _root_source(root) -> str:
-    from engine.kb.knowledge import Knowledge
-
-    k = Knowledge.load(root, strict=False)
-    mine = ("knowledge/models/", "knowledge/operators/")
-    problems = [p for p in k.problems if p.place.startswith(mine) or p.place == str(root)]
-    places = {tid: k.places.get(tid, "") for tid in k.operators}
-    source, found = generate_source(k.operators, k.models, places)
-    if problems or found:
-        raise KnowledgeError(problems + found)
-    return source
-
-
-# ---------------------------------------------------------------------------- binding
-
-
-def bind(record: dict, tid: str, meta: dict) -> tuple[dict, list[str]]:
-    """Values of the template's symbols for ``record``, and one note listing the defaults taken."""
-    values, defaults = {}, []
-    mid = record.get("id", "?")
-    for name, spec in meta["symbols"].items():
-        paths = spec["from"] if isinstance(spec["from"], list) else [spec["from"]]
-        value = next((v for v in (_lookup(record, p) for p in paths) if v is not None), None)
-        if value is None:
-            if "default" not in spec:
-                raise InputError("--model", f"{mid}: {paths[0]} is not stated; {tid} needs it for {name} ({spec['desc']})")
-            values[name] = spec["default"]
-            defaults.append(f"{name} = {spec['default']}")
-        elif "equals" in spec:
-            allowed = spec.get("allowed")
-            if allowed and value not in allowed:
-                raise InputError("--model", f"{mid}: {paths[0]} is {value!r}, which {tid} does not count (it knows {', '.join(allowed)})")
-            wanted = spec["equals"] if isinstance(spec["equals"], list) else [spec["equals"]]
-            values[name] = 1 if value in wanted else 0
-        elif isinstance(value, bool):
-            values[name] = int(value)
-        elif isinstance(value, int | float):
-            values[name] = value
-        else:
-            raise InputError("--model", f"{mid}: {paths[0]} is {value!r}, expected a number for {name} in {tid}")
-    window = _lookup(record, "derived.sliding_window.windowed_layers")
-    if window and "windowed_layers" not in meta["symbols"]:
-        raise InputError("--model", f"{mid} has {window} sliding-window layers, which {tid} does not count")
-    notes = [f"Not stated by {mid}, so the template's defaults: {', '.join(defaults)}."] if defaults else []
-    return values, notes
-
-
-def _lookup(record: dict, path: str):
-    node = record
-    for part in path.split("."):
-        if not isinstance(node, dict):
-            return None
-        node = node.get(part)
-    return node
-
-
-def _constants(meta: dict, formulas) -> dict:
-    out = {}
-    for name, spec in meta["constants"].items():
-        if "value" in spec:
-            out[name] = spec["value"]
-        else:
-            out[name] = formulas.FORMULAS[spec["formula"]]["symbols"][spec["symbol"]]["default"][0]
-    return out
-
-
-# ---------------------------------------------------------------------------- scenario and routing
-
-
-def _count(value, option: str, least: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise InputError(option, f"expected a whole number >= {least}, got {value!r}")
-    return value
-
-
-def _size(value, option: str) -> float:
-    """Bytes per element: a number, or text read like --set (``2``, ``1B``, ``4bit``)."""
-    if isinstance(value, str):
-        try:
-            value = float(value)
-        except ValueError:
-            value = _quantity(value, option)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise InputError(option, f"expected bytes per element > 0 (e.g. 2, 1, 0.5 or 4bit), got {value!r}")
-    return _number(float(value))
-
-
-def _quantity(text: str, option: str) -> float:
-    from engine.core.errors import UnitError
-    from engine.core.units import parse_quantity
-
-    try:
-        q = parse_quantity(text, "B")
-    except UnitError as exc:
-        raise InputError(option, f"{exc.text!r} {exc.message}") from None
-    if q.is_range:
-        raise InputError(option, f"expected one size in bytes, got the range {text!r}")
-    return q.value
-
-
-def _experts_used(routing, values: dict, routed_tokens: int) -> tuple[float, str]:
-    """Routed experts with at least one token, per MoE layer (a per-layer histogram: the mean)."""
-    experts, top_k = values.get("experts"), values.get("top_k")
-    if experts is None:
-        if isinstance(routing, list):
-            raise InputError("--routing", "a routing histogram needs an MoE model; this model has no routed experts")
-        return 0, "none (no routed experts)"
-    experts, top_k = int(experts), int(top_k)
-    if routing == "balanced":  # token i takes experts (i*k + j) mod E: the assignments cover min(E, T*k)
-        return min(experts, routed_tokens * top_k), "balanced"
-    if routing == "concentrated":  # every token takes the same k experts
-        return top_k, "concentrated"
-    if not isinstance(routing, list):
-        raise InputError("--routing", f"expected balanced, concentrated or a histogram (a JSON list), got {routing!r}")
-    moe_layers = int(values["layers"]) - int(values.get("dense_layers", 0))
-    layers = routing if routing and all(isinstance(h, list) for h in routing) else [routing]
-    if len(layers) not in (1, moe_layers):
-        raise InputError("--routing", f"expected one histogram (used by every MoE layer) or {moe_layers} (one per MoE layer), got {len(layers)}")
-    used = [_check_histogram(h, experts, top_k, routed_tokens, i if len(layers) > 1 else None) for i, h in enumerate(layers)]
-    return sum(used) / len(used), "histogram" if len(layers) == 1 else "per-layer histogram"
-
-
-def _check_histogram(counts, experts: int, top_k: int, tokens: int, layer: int | None) -> int:
-    where = "" if layer is None else f"layer {layer}: "
-    if not isinstance(counts, list) or len(counts) != experts:
-        raise InputError("--routing", f"{where}expected a list of {experts} token counts (one per routed expert), got {_short(counts)}")
-    for e, c in enumerate(counts):
-        if isinstance(c, bool) or not isinstance(c, int) or c < 0:
-            raise InputError("--routing", f"{where}expert {e}: expected a whole number of tokens >= 0, got {c!r}")
-        if c > tokens:
-            raise InputError("--routing", f"{where}expert {e}: {c} tokens, but only {tokens} are routed and top-k picks distinct experts")
-    if sum(counts) != tokens * top_k:
-        raise InputError("--routing", f"{where}the counts sum to {sum(counts)}, expected tokens x top-k = {tokens} x {top_k} = {tokens * top_k}")
-    return sum(1 for c in counts if c > 0)
-
-
-def _short(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 # ---------------------------------------------------------------------------- the ledger
@@ -611,18 +307,6 @@ def _scenario(ctx: _Pass, **items) -> dict:
 
 def _formula_order(fid: str):
     return (fid.startswith("FX"), int(fid.lstrip("FX")))
-
-
-def _number(x):
-    """Integral floats as ints (exact below 2**53; above, the float's own value)."""
-    if isinstance(x, float) and x.is_integer() and abs(x) < 2**63:
-        return int(x)
-    return x
-
-
-def _show(x) -> str:
-    x = _number(x)
-    return str(x) if isinstance(x, int) else f"{x:g}"
 
 
 # ---------------------------------------------------------------------------- with a Knowledge

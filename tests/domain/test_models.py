@@ -14,7 +14,7 @@ import pytest
 from engine.core.errors import InputError, KnowledgeError
 from engine.domain.models import import_config, kv_bytes_per_token, load_models, parameter_count
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MODEL_FILES = sorted((ROOT / "knowledge" / "models").glob("*.yaml"))
 
 
@@ -188,14 +188,14 @@ def refusal(cfg: dict) -> str:
 
 def test_unknown_key_is_refused_by_name(models):
     cfg = dict(record(models, "qwen3-8b")["config"], attention_sink_size=4)
-    assert refusal(cfg) == ("attention_sink_size: is not a known config.json key: add it to KNOWN in engine/domain/models.py "
+    assert refusal(cfg) == ("attention_sink_size: is not a known config.json key: add it to KNOWN in engine/domain/model_layouts.py "
                             "if it shapes the architecture, or to IGNORED if it does not")
 
 
 def test_unknown_attention_variant_is_refused(models):
-    # DeepSeek-V3.2's sparse-attention indexer (index_topk) is an attention variant the importer does not know
+    # DeepSeek-V3.2's sparse-attention indexer (index_topk) is refused by name (tests/domain/test_arch_refusals.py)
     cfg = dict(record(models, "deepseek-v3")["config"], index_topk=2048)
-    assert refusal(cfg).startswith("index_topk: is not a known config.json key")
+    assert refusal(cfg).startswith("index_topk: is present and shows DeepSeek Sparse Attention (DeepSeek-V3.2)")
     cfg = dict(record(models, "llama-3.1-8b")["config"], kv_lora_rank=512)
     assert refusal(cfg) == ("kv_lora_rank: is not used by model_type 'llama': the config describes an attention, "
                             "MoE or layer variant the importer does not understand")
@@ -216,7 +216,9 @@ def test_unknown_model_type_with_moe_keys_is_not_taken_for_dense():
 
 
 def test_unknown_model_type_is_refused():
-    assert refusal({"model_type": "mamba", "hidden_size": 768}).startswith("model_type: 'mamba' is not a known architecture (known: deepseek_v3, falcon,")
+    assert refusal({"model_type": "fancy", "hidden_size": 768}).startswith("model_type: 'fancy' is not a known architecture (known: deepseek_v3, falcon,")
+    # a state-space model is refused as what it is (tests/domain/test_arch_refusals.py)
+    assert refusal({"model_type": "mamba", "hidden_size": 768}).startswith("model_type: 'mamba' shows a Mamba (state-space) hybrid")
 
 
 def test_mla_without_query_compression_is_refused(models):

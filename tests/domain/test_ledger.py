@@ -20,7 +20,7 @@ from engine.kb.knowledge import Knowledge
 from engine.numeric import compiled
 from engine.numeric.evaluate import evaluate
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 QWEN3_8B = {  # Qwen/Qwen3-8B@b968826d config.json
     "id": "model:qwen3-8b",

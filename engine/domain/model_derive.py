@@ -1,0 +1,167 @@
+"""What a config decides (``derived`` in a model record): family, attention, MLP, norms, biases, MoE, MLA, window."""
+
+from __future__ import annotations
+
+from engine.core.errors import InputError
+from engine.domain.model_config import _positive
+from engine.domain.model_layouts import ACTIVATIONS, LAYER_TYPES, Layout
+
+
+def derive(cfg: dict, layout: Layout) -> dict:
+    """What the config decides: family, attention, MLP, norms, biases, head_dim, MoE, MLA, window."""
+    activation = cfg.get(layout.act_key, cfg.get("hidden_act"))
+    if activation not in ACTIVATIONS:
+        raise InputError(layout.act_key, f"{activation!r} is not an activation the importer knows ({', '.join(sorted(ACTIVATIONS))})")
+    attention, head_dim, stated = _attention(cfg, layout)
+    moe = _moe(cfg, layout)
+    derived = {"family": ("mla_moe" if layout.mla else "moe") if moe else "dense", "attention": attention, "mlp": layout.mlp,
+               "activation": activation, "norm": layout.norm, "qk_norm": layout.qk_norm}
+    derived.update(_biases(cfg, layout))
+    if not moe or moe.get("dense_first_layers"):
+        derived["ffn_hidden"] = _positive(cfg, layout.ffn_key, required=True)
+    derived["norms_per_layer"] = layout.norms_per_layer
+    derived.update(_position(cfg, layout))
+    derived["head_dim"] = head_dim
+    derived["head_dim_stated"] = stated
+    if moe:
+        derived["moe"] = moe
+    if layout.mla:
+        derived["mla"] = {k: cfg.get(k) for k in ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")}
+    if layout.sinks:
+        derived["attention_sinks"] = True
+    _no_window_with_mla(cfg, layout)
+    window = _window(cfg, layout)
+    if window:
+        derived["sliding_window"] = window
+    return derived
+
+
+def _attention(cfg: dict, layout: Layout) -> tuple[str, int, bool]:
+    heads, hidden = cfg["num_attention_heads"], cfg["hidden_size"]
+    if layout.mla:
+        for key in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
+            _positive(cfg, key, required=True)
+        if cfg.get("q_lora_rank") is None:
+            raise InputError("q_lora_rank", "null (MLA without query compression, e.g. DeepSeek-V2-Lite) is a variant FX10 does not cover")
+        _positive(cfg, "q_lora_rank", required=True)
+        return "mla", cfg["qk_nope_head_dim"] + cfg["qk_rope_head_dim"], False
+    kv = _kv_heads(cfg, layout, heads)
+    if heads % kv:
+        raise InputError("num_key_value_heads", f"{kv} does not divide {heads} attention heads")
+    stated = _positive(cfg, "head_dim")
+    if stated is None and hidden % heads:
+        raise InputError("head_dim", f"not stated, and hidden_size {hidden} is not a multiple of {heads} heads")
+    kind = "mha" if kv == heads else ("mqa" if kv == 1 else "gqa")
+    return kind, stated or hidden // heads, stated is not None
+
+
+def _kv_heads(cfg: dict, layout: Layout, heads: int) -> int:
+    if layout.mqa_key:
+        return 1 if cfg.get(layout.mqa_key) else heads
+    if cfg.get("num_key_value_heads") is None:
+        if layout.kv_default == "heads":
+            return heads  # LlamaConfig: None means one K/V head per query head; OPT and GPT-style models are multi-head
+        raise InputError("num_key_value_heads", f"missing, and {cfg['model_type']} has no default the importer trusts")
+    return _positive(cfg, "num_key_value_heads")
+
+
+def _biases(cfg: dict, layout: Layout) -> dict:
+    attention = {"key": bool(cfg.get("attention_bias", cfg.get("bias", False))), "qkv": True, "all": True, "none": False}[layout.attention_bias]
+    mlp = {"key": bool(cfg.get("mlp_bias", cfg.get("bias", False))), "all": True, "none": False}[layout.mlp_bias]
+    out = {"attention_bias": attention, "mlp_bias": mlp}
+    if attention:
+        out["attention_bias_on"] = "qkv" if layout.attention_bias == "qkv" else "qkvo"
+    return out
+
+
+def _position(cfg: dict, layout: Layout) -> dict:
+    if cfg.get("alibi"):
+        return {"position": "alibi"}
+    if layout.position == "learned":
+        if cfg.get("word_embed_proj_dim", cfg["hidden_size"]) != cfg["hidden_size"]:
+            raise InputError("word_embed_proj_dim", "differs from hidden_size: OPT's projected embeddings (project_in/out) are a variant the importer does not count")
+        return {"position": "learned", "position_rows": _positive(cfg, "max_position_embeddings", required=True) + layout.position_offset}
+    return {"position": "rope"}
+
+
+def _moe(cfg: dict, layout: Layout) -> dict:
+    if not layout.moe:
+        return {}
+    experts_key, size_key = {"qwen3_moe": ("num_experts", "moe_intermediate_size"), "mixtral": ("num_local_experts", "intermediate_size"),
+                             "deepseek_v3": ("n_routed_experts", "moe_intermediate_size"),
+                             "gpt_oss": ("num_local_experts", "intermediate_size")}[layout.moe]
+    moe = {"experts": _positive(cfg, experts_key, required=True), "experts_per_token": _positive(cfg, "num_experts_per_tok", required=True),
+           "expert_intermediate_size": _positive(cfg, size_key, required=True)}
+    if moe["experts_per_token"] > moe["experts"]:
+        raise InputError("num_experts_per_tok", f"{moe['experts_per_token']} is more than the {moe['experts']} experts")
+    if layout.moe == "deepseek_v3":
+        moe["shared_experts"] = cfg.get("n_shared_experts") or 0
+        moe["dense_first_layers"] = cfg.get("first_k_dense_replace") or 0
+        grouped = (cfg.get("n_group") or 1) > 1
+        moe["routing"] = "sigmoid_topk_grouped" if grouped else "sigmoid_topk"
+        moe["router_bias"] = True  # noaux_tc routing (the only topk_method accepted) adds e_score_correction_bias
+    else:
+        moe["shared_experts"] = 0
+        moe["dense_first_layers"] = 0
+        moe["routing"] = "softmax_topk"
+        moe["router_bias"] = layout.moe == "gpt_oss"  # gpt-oss: the router is a Linear with a bias
+    if layout.expert_bias:
+        moe["expert_bias"] = True
+    _same_top_k(cfg, moe)
+    if moe["dense_first_layers"] >= cfg["num_hidden_layers"]:
+        raise InputError("first_k_dense_replace", "leaves no MoE layer")
+    return moe
+
+
+def _no_window_with_mla(cfg: dict, layout: Layout) -> None:
+    """The mla_moe template counts no sliding window: refuse windowed layers rather than count them as full attention."""
+    types = cfg.get("layer_types")
+    windowed = sum(t == "sliding_attention" for t in types) if layout.mla and isinstance(types, list) else 0
+    if windowed:
+        raise InputError("layer_types", f"lists {windowed} sliding_attention layers in an MLA model ({cfg['model_type']}): the mla_moe "
+                                        "ledger template counts no sliding window, so the config is refused rather than counted as full attention")
+
+
+def _same_top_k(cfg: dict, moe: dict) -> None:
+    """gpt-oss states the experts per token twice (experts_per_token and num_experts_per_tok): they must agree."""
+    other = cfg.get("experts_per_token")
+    if other is not None and other != moe["experts_per_token"]:
+        raise InputError("experts_per_token", f"is {other!r}, but num_experts_per_tok is {moe['experts_per_token']}: the config contradicts itself")
+
+
+def _window(cfg: dict, layout: Layout) -> dict:
+    layers = cfg["num_hidden_layers"]
+    if isinstance(cfg.get("layer_types"), list) and cfg["layer_types"]:
+        return _from_layer_types(cfg, layers)
+    if layout.window == "layer_types":
+        raise InputError("layer_types", f"missing: {cfg['model_type']} interleaves sliding-window and full-attention layers, "
+                                        "and the importer counts them only from the config's own list")
+    window = cfg.get("sliding_window")
+    if layout.window == "none" or window is None:
+        return {}
+    if layout.window == "qwen" and not cfg.get("use_sliding_window"):
+        return {}
+    window = _positive(cfg, "sliding_window")
+    if layout.window == "qwen":
+        full = cfg.get("max_window_layers", layers)
+        return {"window": window, "windowed_layers": max(layers - full, 0), "pattern": f"layers {full} and above windowed"}
+    if layout.window == "gemma3":
+        period = _positive(cfg, "sliding_window_pattern", required=True)
+        return {"window": window, "windowed_layers": layers - layers // period, "pattern": f"{period - 1} local : 1 global"}
+    return {"window": window, "windowed_layers": layers, "pattern": "every layer windowed"}
+
+
+def _from_layer_types(cfg: dict, layers: int) -> dict:
+    types = cfg["layer_types"]
+    if not all(isinstance(t, str) for t in types):
+        raise InputError("layer_types", "expected a list of layer type names such as \"sliding_attention\"")
+    unknown = sorted({t for t in types if t not in LAYER_TYPES})
+    if unknown:
+        raise InputError("layer_types", f"{', '.join(map(repr, unknown))} is not a layer type the importer knows ({', '.join(LAYER_TYPES)})")
+    if len(types) != layers:
+        raise InputError("layer_types", f"lists {len(types)} layers, but num_hidden_layers is {layers}")
+    windowed = sum(LAYER_TYPES[t] for t in types)
+    if not windowed:
+        return {}
+    return {"window": _positive(cfg, "sliding_window", required=True), "windowed_layers": windowed,
+            "pattern": f"{windowed} sliding_attention : {layers - windowed} full_attention (layer_types)"}

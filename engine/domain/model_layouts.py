@@ -1,0 +1,174 @@
+"""The config.json keys the importer knows and what each ``model_type`` means (a Layout).
+
+Every key of a config.json is either known (it shapes the architecture: COMMON or a layout's
+``keys``), ignored (IGNORED), or noted as lying outside the language model (OUTSIDE_LM);
+anything else is refused with its name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.core.errors import InputError
+
+# ---------------------------------------------------------------------------------------- keys
+# Keys that do not change the architecture: numerics, training-only settings, token ids,
+# library bookkeeping. They are dropped (max_position_embeddings is kept as information:
+# it only shapes the model where positions are learned, as in OPT).
+IGNORED = frozenset({
+    "architectures", "auto_map", "torch_dtype", "dtype", "transformers_version", "_name_or_path", "_commit_hash",
+    "bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id", "prefix",
+    "use_cache", "initializer_range", "init_std", "pretraining_tp",
+    "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon",
+    "rope_theta", "rope_scaling", "rope_local_base_freq",
+    "attention_dropout", "dropout", "hidden_dropout", "activation_dropout", "layerdrop",
+    "output_router_logits", "router_aux_loss_coef", "aux_loss_alpha", "seq_aux", "ep_size",
+    "routed_scaling_factor", "norm_topk_prob",            # scale or renormalise routing weights: no weights, no shapes
+    "query_pre_attn_scalar", "final_logit_softcapping", "attn_logit_softcapping", "cache_implementation",
+    "output_projection",                                  # OPT: the LM head exists either way (tied)
+    # multimodal wrappers: token bookkeeping of the image path
+    "boi_token_index", "eoi_token_index", "image_token_index", "mm_tokens_per_image",
+})
+
+# Keys that describe parts outside the language model; the importer says so in the record's notes.
+OUTSIDE_LM = {
+    "vision_config": "a vision tower (image encoder and its projector), not part of the language-model count",
+    "audio_config": "an audio tower, not part of the language-model count",
+    "num_nextn_predict_layers": "multi-token-prediction layers, stored in the checkpoint but not part of the language model",
+    "quantization_config": "the checkpoint stores quantized weights with scale tensors; scales are not parameters of the architecture",
+}
+
+# Architecture keys every layout may carry.
+COMMON = frozenset({
+    "model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
+    "intermediate_size", "vocab_size", "tie_word_embeddings", "max_position_embeddings", "layer_types",
+})
+
+MOE_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size", "n_shared_experts", "first_k_dense_replace")
+MLA_KEYS = ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+ACTIVATIONS = frozenset({"silu", "gelu", "gelu_new", "gelu_pytorch_tanh", "relu"})
+LAYER_TYPES = {"full_attention": False, "sliding_attention": True}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a model_type means: the parts of a layer that config.json does not spell out."""
+
+    mlp: str                                    # gated | plain
+    norm: str = "rmsnorm"                       # rmsnorm | layernorm (LayerNorm carries a bias)
+    act_key: str = "hidden_act"
+    ffn_key: str = "intermediate_size"
+    ffn_ratio: int = 0                          # when ffn_key is absent: ffn = ffn_ratio x hidden (0: required)
+    kv_default: str = ""                        # "heads": a missing num_key_value_heads means one K/V head per query head
+    mqa_key: str = ""                           # a boolean key that selects one shared K/V head (Falcon's multi_query)
+    norms_per_layer: int = 2
+    qk_norm: bool = False
+    attention_bias: str = "key"                 # key: config.attention_bias on q,k,v,o; qkv: always on q,k,v; all: always on q,k,v,o; none
+    mlp_bias: str = "key"                       # key: config.mlp_bias; all; none
+    position: str = "rope"
+    position_offset: int = 0                    # learned positions: rows = max_position_embeddings + offset
+    moe: str = ""                               # "" | qwen3_moe | mixtral | deepseek_v3 | gpt_oss
+    mla: bool = False
+    window: str = "none"                        # none | mistral | qwen | gemma3 | layer_types (the list is required)
+    sinks: bool = False                         # one learned attention-sink logit per head and layer (gpt-oss)
+    expert_bias: bool = False                   # biases on every expert projection (gpt-oss)
+    keys: frozenset = frozenset()               # type-specific keys this layout reads
+    defaults: dict = field(default_factory=dict)  # key -> (value, where the default comes from)
+    fixed: dict = field(default_factory=dict)   # key -> the only value the importer understands
+
+
+def _defaults(cls: str, **values) -> dict:
+    return {k: (v, f"transformers {cls} default") for k, v in values.items()}
+
+
+_LLAMA_KEYS = frozenset({"hidden_act", "attention_bias", "mlp_bias"})
+_QWEN_WINDOW = frozenset({"sliding_window", "use_sliding_window", "max_window_layers"})
+
+LAYOUTS: dict[str, Layout] = {
+    "llama": Layout("gated", keys=_LLAMA_KEYS, kv_default="heads", defaults=_defaults("LlamaConfig", hidden_act="silu", attention_bias=False, mlp_bias=False)),
+    "mistral": Layout("gated", keys=frozenset({"hidden_act", "sliding_window"}), window="mistral", attention_bias="none", mlp_bias="none",
+                      defaults=_defaults("MistralConfig", hidden_act="silu")),
+    "mixtral": Layout("gated", keys=frozenset({"hidden_act", "sliding_window", "num_local_experts", "num_experts_per_tok"}), window="mistral",
+                      attention_bias="none", mlp_bias="none", moe="mixtral", defaults=_defaults("MixtralConfig", hidden_act="silu")),
+    "qwen2": Layout("gated", keys=frozenset({"hidden_act"}) | _QWEN_WINDOW, window="qwen", attention_bias="qkv", mlp_bias="none",
+                    defaults=_defaults("Qwen2Config", hidden_act="silu", use_sliding_window=False)),
+    "qwen3": Layout("gated", keys=frozenset({"hidden_act", "attention_bias"}) | _QWEN_WINDOW, window="qwen", qk_norm=True, mlp_bias="none",
+                    defaults=_defaults("Qwen3Config", hidden_act="silu", attention_bias=False, use_sliding_window=False)),
+    "qwen3_moe": Layout("gated", keys=frozenset({"hidden_act", "attention_bias", "num_experts", "num_experts_per_tok", "moe_intermediate_size",
+                                                 "decoder_sparse_step", "mlp_only_layers"}) | _QWEN_WINDOW,
+                        window="qwen", qk_norm=True, mlp_bias="none", moe="qwen3_moe",
+                        defaults=_defaults("Qwen3MoeConfig", hidden_act="silu", attention_bias=False, use_sliding_window=False, decoder_sparse_step=1, mlp_only_layers=[]),
+                        fixed={"decoder_sparse_step": 1, "mlp_only_layers": []}),
+    "deepseek_v3": Layout("gated", keys=frozenset({"hidden_act", "attention_bias", *MLA_KEYS, "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size",
+                                                   "n_shared_experts", "first_k_dense_replace", "moe_layer_freq", "n_group", "topk_group",
+                                                   "scoring_func", "topk_method"}),
+                          mla=True, mlp_bias="none", moe="deepseek_v3",
+                          defaults=_defaults("DeepseekV3Config", hidden_act="silu", attention_bias=False, moe_layer_freq=1,
+                                             scoring_func="sigmoid", topk_method="noaux_tc"),
+                          fixed={"moe_layer_freq": 1, "scoring_func": "sigmoid", "topk_method": "noaux_tc"}),
+    "gemma3_text": Layout("gated", act_key="hidden_activation", norms_per_layer=4, qk_norm=True, mlp_bias="none", window="gemma3",
+                          keys=frozenset({"hidden_activation", "hidden_act", "attention_bias", "sliding_window", "sliding_window_pattern"}),
+                          defaults=_defaults("Gemma3TextConfig", hidden_activation="gelu_pytorch_tanh", attention_bias=False,
+                                             vocab_size=262208, sliding_window_pattern=6)),
+    # gpt-oss: GQA with q, k, v and o biases and a learned sink per head; alternating sliding/full layers
+    # (layer_types); every layer MoE with a router bias and biased experts (transformers GptOssConfig/modeling)
+    "gpt_oss": Layout("gated", attention_bias="all", mlp_bias="none", moe="gpt_oss", window="layer_types", sinks=True, expert_bias=True,
+                      keys=frozenset({"hidden_act", "attention_bias", "num_local_experts", "num_experts_per_tok", "experts_per_token",
+                                      "sliding_window", "swiglu_limit", "initial_context_length"}),
+                      fixed={"attention_bias": True}),
+    "opt": Layout("plain", norm="layernorm", act_key="activation_function", ffn_key="ffn_dim", attention_bias="all", mlp_bias="all",
+                  position="learned", position_offset=2, kv_default="heads",
+                  keys=frozenset({"activation_function", "ffn_dim", "do_layer_norm_before", "word_embed_proj_dim", "enable_bias",
+                                  "_remove_final_layer_norm", "layer_norm_elementwise_affine"}),
+                  defaults=_defaults("OPTConfig", activation_function="relu", do_layer_norm_before=True, enable_bias=True,
+                                     _remove_final_layer_norm=False, layer_norm_elementwise_affine=True),
+                  fixed={"do_layer_norm_before": True, "enable_bias": True, "_remove_final_layer_norm": False, "layer_norm_elementwise_affine": True}),
+    "falcon": Layout("plain", norm="layernorm", act_key="activation", ffn_key="ffn_hidden_size", ffn_ratio=4, attention_bias="key",
+                     mlp_bias="key", norms_per_layer=1, kv_default="heads", mqa_key="multi_query",
+                     keys=frozenset({"activation", "ffn_hidden_size", "multi_query", "parallel_attn", "new_decoder_architecture", "bias",
+                                     "alibi", "num_kv_heads", "apply_residual_connection_post_layernorm"}),
+                     defaults=_defaults("FalconConfig", activation="gelu", multi_query=True, parallel_attn=True, new_decoder_architecture=False,
+                                        bias=False, alibi=False, apply_residual_connection_post_layernorm=False),
+                     fixed={"parallel_attn": True, "new_decoder_architecture": False, "apply_residual_connection_post_layernorm": False}),
+}
+
+# Multimodal wrappers: the language model is text_config; what model_type it has when unstated.
+WRAPPERS = {"gemma3": "gemma3_text"}
+
+KNOWN = COMMON | frozenset().union(*(layout.keys for layout in LAYOUTS.values()))
+
+
+def _refuse_key(key: str) -> InputError:
+    return InputError(key, "is not a known config.json key: add it to KNOWN in engine/domain/model_layouts.py if it shapes the "
+                           "architecture, or to IGNORED if it does not")
+
+
+# ------------------------------------------------------------------- architectures not counted
+# Architectures whose layers are not the attention + MLP blocks FX10-FX18 and the ledger's
+# templates count: a config that shows one is refused by name (the field that shows it and
+# the architecture), never counted as a dense model. Checked before everything else.
+GATED_DELTANET = ("Gated DeltaNet hybrid linear attention (Qwen3-Next, Qwen3.5): recurrent layers with a persistent "
+                  "state instead of a K/V cache, interleaved with full-attention layers")
+MAMBA = ("a Mamba (state-space) hybrid (Nemotron-H, Jamba, Mamba-2): SSM layers with a persistent convolution and "
+         "state cache instead of attention")
+KDA = ("Kimi Delta Attention (KDA) hybrid linear attention (Kimi Linear): recurrent layers with a persistent state, "
+       "interleaved with MLA layers")
+DSA = ("DeepSeek Sparse Attention (DeepSeek-V3.2): a lightning indexer with its own weights that picks the top-k "
+       "cached tokens each query attends to")
+UNCOUNTED_KEYS = {
+    "linear_num_key_heads": GATED_DELTANET, "linear_num_value_heads": GATED_DELTANET, "linear_key_head_dim": GATED_DELTANET,
+    "linear_value_head_dim": GATED_DELTANET, "linear_conv_kernel_dim": GATED_DELTANET, "full_attention_interval": GATED_DELTANET,
+    "linear_attn_config": KDA,
+    "hybrid_override_pattern": MAMBA, "ssm_state_size": MAMBA, "mamba_num_heads": MAMBA, "mamba_head_dim": MAMBA,
+    "mamba_d_state": MAMBA, "mamba_d_conv": MAMBA,
+    "index_topk": DSA, "index_n_heads": DSA, "index_head_dim": DSA,
+}
+UNCOUNTED_LAYER_TYPES = {"linear_attention": GATED_DELTANET}
+UNCOUNTED_MODEL_TYPES = {
+    "qwen3_next": GATED_DELTANET, "kimi_linear": KDA, "nemotron_h": MAMBA, "mamba": MAMBA, "mamba2": MAMBA, "jamba": MAMBA,
+    "deepseek_v32": DSA,
+}
+UNCOUNTED_CLASSES = {
+    "Qwen3NextForCausalLM": GATED_DELTANET, "KimiLinearForCausalLM": KDA, "NemotronHForCausalLM": MAMBA,
+    "MambaForCausalLM": MAMBA, "Mamba2ForCausalLM": MAMBA, "JambaForCausalLM": MAMBA, "DeepseekV32ForCausalLM": DSA,
+}

@@ -1,0 +1,122 @@
+"""Architectures the engine cannot count exactly are refused by name, never counted as dense (issue 15).
+
+Hybrid linear attention (Gated DeltaNet, KDA), Mamba hybrids and DeepSeek sparse attention are
+refused by ``model import`` with exit 2 and one line naming the field that shows them and the
+architecture; so are sliding-window layers in a template that counts none (MLA). The configs
+below are the architecture-shaping fields of published configs, each with its source.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.cli.main import main
+from engine.core.errors import InputError
+from engine.domain.models import import_config, load_models
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Qwen/Qwen3-Next-80B-A3B-Instruct config.json, as copied in NVIDIA-NeMo/Megatron-Bridge
+# tests/unit_tests/models/qwen/test_qwen3_next_bridge.py at 00d5e5f66f99fb4ae1749c437667b868b31b68bf
+QWEN3_NEXT = {
+    "architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next", "full_attention_interval": 4, "head_dim": 256,
+    "hidden_size": 2048, "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_num_key_heads": 16,
+    "linear_num_value_heads": 32, "linear_value_head_dim": 128, "num_attention_heads": 16, "num_experts": 512,
+    "num_experts_per_tok": 10, "num_hidden_layers": 48, "num_key_value_heads": 2, "vocab_size": 151936,
+}
+# moonshotai/Kimi-Linear-48B-A3B-Instruct config.json, as copied in Firworks/Kimi-Linear-48B-A3B-Instruct-nvfp4
+KIMI_LINEAR = {
+    "architectures": ["KimiLinearForCausalLM"], "model_type": "kimi_linear", "hidden_size": 2304, "num_hidden_layers": 27,
+    "linear_attn_config": {"full_attn_layers": [4, 8, 12, 16, 20, 24, 27], "head_dim": 128,
+                           "kda_layers": [1, 2, 3, 5, 6, 7, 9, 10, 11, 13, 14, 15, 17, 18, 19, 21, 22, 23, 25, 26],
+                           "num_heads": 32, "short_conv_kernel_size": 4},
+    "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+}
+# nvidia/Nemotron-H-8B-Base-8K config.json, as copied in NVIDIA-NeMo/Megatron-Bridge
+# tests/unit_tests/models/nemotronh/test_nemotron_h_bridge.py at 03c781b8662d87b0522d402f2bcbb30bc928f9c9
+NEMOTRON_H = {
+    "architectures": ["NemotronHForCausalLM"], "model_type": "nemotron_h", "hidden_size": 4096, "num_hidden_layers": 52,
+    "hybrid_override_pattern": "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-", "ssm_state_size": 128,
+    "mamba_num_heads": 128, "mamba_head_dim": 64, "num_attention_heads": 32, "num_key_value_heads": 8,
+}
+# deepseek-ai/DeepSeek-V3.2-Exp inference/config_671B_v3.2.json, as copied in
+# awesome-mini-project/DeepSeek-V3.2-Exp at 09c734b6488d3c7764c50313a53e6013a344c582 (no model_type)
+DEEPSEEK_V32 = {
+    "vocab_size": 129280, "dim": 7168, "inter_dim": 18432, "moe_inter_dim": 2048, "n_layers": 61, "n_dense_layers": 3,
+    "n_heads": 128, "n_routed_experts": 256, "n_shared_experts": 1, "n_activated_experts": 8, "q_lora_rank": 1536,
+    "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+    "index_n_heads": 64, "index_head_dim": 128, "index_topk": 2048,
+}
+TAIL = "The engine cannot count this architecture exactly yet, so it refuses the config rather than count it as a dense model"
+
+
+def refusal(cfg: dict) -> str:
+    with pytest.raises(InputError) as info:
+        import_config(cfg, "x")
+    return str(info.value)
+
+
+@pytest.fixture(scope="module")
+def shipped() -> dict:
+    return load_models(ROOT)
+
+
+@pytest.mark.parametrize(("cfg", "field", "arch"), [
+    (QWEN3_NEXT, "linear_num_key_heads", "Gated DeltaNet hybrid linear attention (Qwen3-Next, Qwen3.5)"),
+    (KIMI_LINEAR, "linear_attn_config", "Kimi Delta Attention (KDA) hybrid linear attention (Kimi Linear)"),
+    (NEMOTRON_H, "hybrid_override_pattern", "a Mamba (state-space) hybrid (Nemotron-H, Jamba, Mamba-2)"),
+    (DEEPSEEK_V32, "index_topk", "DeepSeek Sparse Attention (DeepSeek-V3.2)"),
+], ids=["qwen3-next", "kimi-linear", "nemotron-h", "deepseek-v3.2"])
+def test_published_configs_are_refused_by_field_and_architecture(cfg, field, arch):
+    message = refusal(copy.deepcopy(cfg))
+    assert message.startswith(f"{field}: is present and shows {arch}")
+    assert message.endswith(TAIL)
+
+
+def test_a_known_model_type_does_not_hide_linear_attention(shipped):
+    # a qwen3 config whose layer_types lists Gated DeltaNet layers, as Qwen3.5's text configs do
+    cfg = copy.deepcopy(shipped["model:qwen3-8b"]["config"])
+    cfg["layer_types"] = ["linear_attention", "linear_attention", "linear_attention", "full_attention"] * 9
+    assert refusal(cfg).startswith("layer_types: lists 'linear_attention', which shows Gated DeltaNet hybrid linear attention")
+
+
+def test_a_known_model_type_does_not_hide_a_state_space_layer(shipped):
+    cfg = dict(shipped["model:llama-3.1-8b"]["config"], ssm_state_size=128)
+    assert refusal(cfg).startswith("ssm_state_size: is present and shows a Mamba (state-space) hybrid")
+
+
+def test_model_type_and_class_name_alone_are_refused():
+    assert refusal({"model_type": "deepseek_v32", "hidden_size": 7168}).startswith(
+        "model_type: 'deepseek_v32' shows DeepSeek Sparse Attention (DeepSeek-V3.2)")
+    assert refusal({"architectures": ["JambaForCausalLM"], "model_type": "x"}).startswith(
+        "architectures: 'JambaForCausalLM' shows a Mamba (state-space) hybrid")
+
+
+def test_a_wrapper_does_not_hide_a_refused_text_model():
+    cfg = {"model_type": "gemma3", "text_config": {"model_type": "gemma3_text", "linear_num_key_heads": 16}}
+    assert refusal(cfg).startswith("linear_num_key_heads: is present and shows Gated DeltaNet")
+
+
+def test_sliding_window_layers_in_an_mla_model_are_refused(shipped):
+    # the mla_moe template counts no sliding window: the importer refuses rather than count full attention
+    cfg = copy.deepcopy(shipped["model:deepseek-v3"]["config"])
+    cfg["layer_types"] = ["sliding_attention", "full_attention"] * 30 + ["full_attention"]
+    assert refusal(cfg) == ("layer_types: lists 30 sliding_attention layers in an MLA model (deepseek_v3): the mla_moe ledger template "
+                            "counts no sliding window, so the config is refused rather than counted as full attention")
+
+
+@pytest.mark.parametrize(("cfg", "field"), [(QWEN3_NEXT, "linear_num_key_heads"), (NEMOTRON_H, "hybrid_override_pattern"),
+                                            (DEEPSEEK_V32, "index_topk")], ids=["qwen3-next", "nemotron-h", "deepseek-v3.2"])
+def test_model_import_exits_2_with_one_line(cfg, field, tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    (tmp_path / "out").mkdir()
+    code = main(["model", "import", str(path), "--id", "x", "--out", str(tmp_path / "out")])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.startswith(f"aiinfra: error: {field}: is present and shows ") and err.count("\n") == 1
+    assert not (tmp_path / "out" / "x.yaml").exists()
