@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-# one realistic input set per tree and the input swept over the walks (public sources as in tests/test_trees.py)
+# one realistic input set per tree and the input swept over the walks (public sources as in tests/trees/test_trees.py)
 QWEN = 8190735360
 CASES = {
     "pd-disaggregation": (dict(latency_slo="interactive", tpot_slo=0.05, serving_gpus=64, kv_link_bandwidth=50e9, peak_flops=989e12, mfu=0.5,

@@ -14,11 +14,17 @@ from __future__ import annotations
 
 from engine.core.errors import InputError
 
+_SHIPPED: list = []  # the shipped root, found once
+
 
 def _root(root):
-    from engine.core.paths import shipped_root
+    if root is not None:
+        return root
+    if not _SHIPPED:
+        from engine.core.paths import shipped_root
 
-    return shipped_root() if root is None else root
+        _SHIPPED.append(shipped_root())
+    return _SHIPPED[0]
 
 
 def load(root=None):
@@ -33,19 +39,23 @@ def formulas(root=None) -> dict:
     """Metadata of every formula from the compiled module: id -> symbols, units, variants."""
     from engine.numeric import compiled
 
-    return dict(compiled.load(_root(root)).FORMULAS)
+    return dict(compiled.memoised(_root(root)).FORMULAS)
 
 
 def evaluate(formula_id: str, root=None, **inputs):
-    """Evaluate one formula numerically (no sympy); returns an ``engine.numeric.evaluate.FormulaResult``."""
+    """Evaluate one formula numerically (no sympy); returns an ``engine.numeric.evaluate.FormulaResult``.
+
+    The compiled module is kept per root in this process (``compiled.memoised``): an edited
+    formula file is seen by calls starting 10 ms after the edit.
+    """
     from engine.numeric import compiled
     from engine.numeric.evaluate import evaluate as run
 
-    module = compiled.load(_root(root))
-    fid = formula_id.strip().upper()
-    if fid not in module.FORMULAS:
+    module = compiled.memoised(_root(root))
+    meta = module.FORMULAS.get(formula_id) or module.FORMULAS.get(formula_id.strip().upper())
+    if meta is None:
         raise InputError("formula_id", f"no formula {formula_id!r} (known: {', '.join(module.FORMULAS)})")
-    return run(module.FORMULAS[fid], module, inputs)
+    return run(meta, module, inputs)
 
 
 def solve(formula_id: str, target: str, root=None, eq=None, le=None, ge=None, **inputs):
@@ -110,7 +120,7 @@ class CalculatorHandle:
         found = presets.precision_values(precision)  # kv_bytes follows the precision unless given
         if model or device:
             found.update(presets.load(self.root, model, device, precision))
-        return run(self.calc, compiled.load(self.root), inputs, found)
+        return run(self.calc, compiled.memoised(self.root), inputs, found)
 
     def sweep(self, name: str, low: float, high: float, points: int = 32, log: bool = False, model=None, device=None, precision="bf16", **inputs):
         from engine.numeric.calculators import sweep

@@ -17,10 +17,12 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from engine.core.errors import AiinfraError, Problem
-from engine.kb.knowledge import Knowledge
-from engine.numeric.evaluate import evaluate
+
+if TYPE_CHECKING:
+    from engine.kb.knowledge import Knowledge
 
 
 def check(k: Knowledge) -> list[Problem]:
@@ -37,6 +39,76 @@ def check(k: Knowledge) -> list[Problem]:
     problems += _archs(k)
     problems += _trees(k)
     return sorted(set(problems))
+
+
+# ---------------------------------------------------------------------------- the cached outcome
+
+# what a check reads: the root's knowledge folders (every file) and the engine's own code and data
+CHECKED_FOLDERS = ("formulas", "knowledge", "decision_trees")
+_ENGINE_SUFFIXES = (".py", ".json", ".yaml")
+
+
+def outcome_key(root) -> str | None:
+    """A key over everything a check reads: every file of the root's knowledge folders and of
+    the engine (path and bytes), and the Python version; None when a file cannot be read."""
+    import os
+    import sys
+
+    import engine
+    from engine.kb.loadcache import checksum
+
+    here = os.path.dirname(os.path.abspath(engine.__file__))
+    crc, adler = checksum(sys.version.encode())
+    named = _files(here, os.path.dirname(here), _ENGINE_SUFFIXES)
+    for folder in CHECKED_FOLDERS:
+        named += _files(os.path.join(os.fspath(root), folder), os.fspath(root), None)
+    for name, path in named:
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except OSError:
+            return None
+        crc, adler = checksum(name.encode() + b"\0" + data + b"\0", crc, adler)
+    return f"{crc:08x}{adler:08x}{len(named):04x}"
+
+
+def _files(base: str, relative_to: str, suffixes) -> list[tuple[str, str]]:
+    """(name relative to ``relative_to``, path) of the regular files under ``base``, sorted."""
+    import os
+    import stat
+
+    out = []
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for n in sorted(filenames):
+            path = os.path.join(dirpath, n)
+            if suffixes is not None and not n.endswith(suffixes):
+                continue
+            try:
+                regular = stat.S_ISREG(os.stat(path).st_mode)
+            except OSError:
+                regular = False
+            out.append((os.path.relpath(path, relative_to) + ("" if regular else "\0special"), path if regular else os.devnull))
+    return out
+
+
+def cached_outcome(root, run):
+    """``run()``'s (counts, problems) for ``root``, replayed from the private cache while nothing
+    a check reads has changed (``outcome_key``); a fresh run is stored for the next."""
+    from engine.core import cache
+
+    key = outcome_key(root)
+    name = f"check_{key}.json"
+    stored = cache.read_json(name) if key else None
+    if isinstance(stored, dict) and isinstance(stored.get("counts"), dict) and isinstance(stored.get("problems"), list):
+        try:
+            return stored["counts"], [Problem(*p) for p in stored["problems"]]
+        except TypeError:
+            pass
+    counts, problems = run()
+    if key and cache.write_json(name, {"counts": counts, "problems": [list(p) for p in problems]}):
+        cache.prune("check_", ".json", keep=8)
+    return counts, problems
 
 
 def _operators(k: Knowledge) -> list[Problem]:
@@ -152,6 +224,7 @@ def _examples(k: Knowledge) -> list[Problem]:
     if not len(k.formulas):
         return []
     from engine.numeric import compiled
+    from engine.numeric.evaluate import evaluate
 
     try:
         module = compiled.for_knowledge(k)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from engine.cli.common import emit, root_of
 from engine.cli.render import table, to_json
-from engine.site.arch_text import _yes, document
 
 _HERE = "engine.cli.cmd_arch"
 _LIST_COLUMNS = [("id", "id"), ("title", "title"), ("title_zh", "title_zh"), ("tier", "tier"), ("trains", "trains"), ("serves", "serves"),
@@ -38,6 +37,7 @@ def add_parsers(verbs, Parser, shared) -> None:
 
 def list_(args) -> int:
     from engine.domain import archs
+    from engine.site.arch_text import _yes
 
     records = archs.cached_records(root_of(args))
     rows = []
@@ -60,6 +60,7 @@ def list_(args) -> int:
 
 def show(args) -> int:
     from engine.domain import archs
+    from engine.site.arch_text import document
 
     report = archs.evaluate(root_of(args), args.id)
     if args.format == "json":

@@ -19,15 +19,35 @@ def _report_repaired_cache() -> None:
 
 def run(args) -> int:
     from engine.check import integrity
+
+    root = root_of(args)
+    counts, problems = integrity.cached_outcome(root, lambda: _fresh(root))
+    _report_repaired_cache()
+    if args.format == "json":
+        emit(to_json({"ok": not problems, "counts": counts, "problems": [p.__str__() for p in problems]}))
+    elif args.format == "csv":
+        rows = [dict(place=p.place, id=p.id, field=p.path, message=p.message) for p in problems]
+        emit(table(rows, [("place", "place"), ("id", "id"), ("field", "field"), ("message", "message")], "csv"))
+    else:
+        summary = ", ".join(f"{v} {k}" for k, v in counts.items())
+        for p in problems:
+            emit(f"- {p}" if args.format == "md" else str(p))
+        n = len(problems)
+        emit(f"{'ok' if not n else 'FAILED'}: {summary}; {n} problem{'s' if n != 1 else ''}")
+    return 1 if problems else 0
+
+
+def _fresh(root) -> tuple[dict, list]:
+    """Load the root and run every rule: (counts, problems)."""
+    from engine.check import integrity
     from engine.core.progress import note
     from engine.kb.knowledge import Knowledge
     from engine.trees.walk import tree_files
 
     note("loading the knowledge root...")
-    knowledge = Knowledge.load(root_of(args), strict=False)
+    knowledge = Knowledge.load(root, strict=False)
     note("checking references, units, worked examples and trees...")
     problems = integrity.check(knowledge)
-    _report_repaired_cache()
     counts = {
         "formulas": len(knowledge.formulas),
         "examples": sum(len(f.examples) for f in knowledge.formulas),
@@ -43,15 +63,4 @@ def run(args) -> int:
         "architectures": len(knowledge.reference_architectures),
         "trees": len(tree_files(knowledge.root)),
     }
-    if args.format == "json":
-        emit(to_json({"ok": not problems, "counts": counts, "problems": [p.__str__() for p in problems]}))
-    elif args.format == "csv":
-        rows = [dict(place=p.place, id=p.id, field=p.path, message=p.message) for p in problems]
-        emit(table(rows, [("place", "place"), ("id", "id"), ("field", "field"), ("message", "message")], "csv"))
-    else:
-        summary = ", ".join(f"{v} {k}" for k, v in counts.items())
-        for p in problems:
-            emit(f"- {p}" if args.format == "md" else str(p))
-        n = len(problems)
-        emit(f"{'ok' if not n else 'FAILED'}: {summary}; {n} problem{'s' if n != 1 else ''}")
-    return 1 if problems else 0
+    return counts, problems

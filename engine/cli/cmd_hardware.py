@@ -6,7 +6,6 @@ from engine.cli.common import emit, root_of
 from engine.cli.render import table, to_json
 from engine.core.humanize import friendly, number
 from engine.domain import hardware
-from engine.kb.knowledge import Knowledge
 
 LIST_COLUMNS = [("id", "id"), ("vendor", "vendor"), ("name", "name"), ("counted_as", "per"), ("memory", "memory"),
                 ("bandwidth", "bandwidth"), ("bf16", "bf16 dense"), ("fp8", "fp8 dense"), ("tdp", "TDP")]
@@ -15,8 +14,15 @@ PEAK_COLUMNS = [("precision", "precision"), ("accumulator", "accumulator"), ("un
                 ("value", "value"), ("derivation", "derivation"), ("source", "source")]
 
 
+def _devices_of(args):
+    """The root's hardware folder alone, read and checked (a cached index once it loads cleanly)."""
+    from engine.kb.folders import folder_view
+
+    return folder_view(root_of(args), "hardware")
+
+
 def list_(args) -> int:
-    k = Knowledge.load(root_of(args))
+    k = _devices_of(args)
     rows = [_list_row(d) for d in sorted(hardware.devices(k).values(), key=lambda d: (d.vendor, d.id))]
     columns = LIST_COLUMNS + (LIST_NUMBERS if args.format in ("json", "csv") else [])
     emit(table(rows, columns, args.format))
@@ -34,7 +40,7 @@ def _list_row(d: hardware.Device) -> dict:
 
 
 def show(args) -> int:
-    k = Knowledge.load(root_of(args))
+    k = _devices_of(args)
     d = hardware.find(k, args.id)
     if args.format == "json":
         emit(to_json(describe(d)))

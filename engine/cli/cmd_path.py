@@ -55,15 +55,17 @@ def _leaf(p, shared, func: str) -> None:
     p.set_defaults(handler=f"{_HERE}:{func}")
 
 
-def _load(args):
-    from engine.kb.knowledge import Knowledge
+def _load(args, books_only: bool = False):
+    """The loaded root; with ``books_only`` the books, chapters, paths and action words alone
+    (no formulas or single-record folders: a cached index once the root loads cleanly)."""
+    from engine.kb.knowledge import Knowledge, load_books
 
-    return Knowledge.load(root_of(args))
+    return load_books(root_of(args)) if books_only else Knowledge.load(root_of(args))
 
 
 # ----------------------------------------------------------------------------- list
 def list_(args) -> int:
-    k = _load(args)
+    k = _load(args, books_only=True)
     rows = [dict(id=p.id.split(":", 1)[1], kind=p.kind, book=p.book.split(":", 1)[1], title=p.title, title_zh=p.title_zh, steps=len(p.steps))
             for p in k.paths.values() if args.kind in (None, p.kind)]
     cols = [("id", "id"), ("kind", "kind"), ("book", "book"), ("title", "title"), ("title_zh", "title_zh"), ("steps", "steps")]
@@ -75,7 +77,7 @@ def list_(args) -> int:
 def show(args) -> int:
     from engine.reading.paths import describe_path, resolve_path
 
-    k = _load(args)
+    k = _load(args, books_only=True)
     d = describe_path(k, resolve_path(k, args.id))
     if args.format == "json":
         emit(to_json(d))
@@ -112,7 +114,7 @@ def for_(args) -> int:
     from engine.core.errors import InputError
     from engine.reading.paths import close_titles, describe_action, describe_path, match
 
-    k = _load(args)
+    k = _load(args, books_only=True)
     words = " ".join(args.words).strip()
     found = match(k, words)
     if not found:

@@ -8,18 +8,18 @@ from engine.core.errors import InputError, UnitError
 from engine.core.humanize import friendly, number
 from engine.core.units import parse_quantity
 from engine.domain import hardware, roofline
-from engine.kb.knowledge import Knowledge
 
 
 def run(args) -> int:
+    """Reads only what it needs: the hardware folder (a cached index), the compiled formulas
+    and, with --model, the cached model and template module the ``forward`` command reads."""
     root = root_of(args)
     _check_mode(args)
-    k = Knowledge.load(root)
-    device = hardware.find(k, args.device, "--device")
+    device = hardware.find(_hardware_of(root), args.device, "--device")
     selection = hardware.select_peak(device, args.precision, args.accumulator, args.sparse)
     module = roofline.formula_module(root)
     if args.model:
-        emit(_model_mode(args, k, device, selection, module))
+        emit(_model_mode(args, root, device, selection, module))
         return 0
     flops, bytes_ = read_quantity(args.flops, "FLOP", "--flops"), read_quantity(args.bytes, "B", "--bytes")
     result = roofline.bound(module, flops, bytes_, selection.peak.flops, device.bandwidth)
@@ -28,21 +28,39 @@ def run(args) -> int:
     return 0
 
 
+def _hardware_of(root):
+    """The root's hardware folder alone (engine.kb.folders' cached view), or the whole root
+    loaded and checked where that view is not available."""
+    try:
+        from engine.kb.folders import folder_view
+    except ImportError:  # pragma: no cover - an installation without the single-folder view
+        from engine.kb.knowledge import Knowledge
+
+        return Knowledge.load(root)
+    return folder_view(root, "hardware")
+
+
 def _check_mode(args) -> None:
     if args.model:
         if args.flops or args.bytes:
             raise InputError("--model", "bounds the model's own operators; drop --flops and --bytes")
         if args.tokens is None:
             raise InputError("--tokens", "is needed with --model (new tokens per sequence)")
-        for name in ("tokens", "batch"):
-            if getattr(args, name) < 1:
-                raise InputError(f"--{name}", f"expected a whole number >= 1, got {getattr(args, name)}")
+        for name, value in (("tokens", args.tokens), ("batch", args.batch), ("tp", _tp(args))):
+            if value < 1:
+                raise InputError(f"--{name}", f"expected a whole number >= 1, got {value}")
         if args.history < 0:
             raise InputError("--history", f"expected a whole number >= 0, got {args.history}")
         return
+    if _tp(args) != 1:
+        raise InputError("--tp", "splits a model's operators over the ranks; use it with --model (divide --flops and --bytes yourself)")
     for option, value in (("--flops", args.flops), ("--bytes", args.bytes)):
         if value is None:
             raise InputError(option, "is needed (or --model with --tokens to bound a forward pass)")
+
+
+def _tp(args) -> int:
+    return getattr(args, "tp", 1)
 
 
 def read_quantity(text: str, unit: str, option: str) -> float:
@@ -160,13 +178,17 @@ def _intensity(x: float) -> str:
 # ---------------------------------------------------------------------------- forward ledger
 
 
-def _model_mode(args, k, device, selection, module) -> str:
+def _model_mode(args, root, device, selection, module) -> str:
     if not roofline.ledger_available():
         raise InputError("--model", "the per-operator forward ledger (engine/domain/ledger.py) is not available in this installation yet")
     from engine.domain import ledger
 
-    result = ledger.forward(k, args.model, args.tokens, batch=args.batch, history=args.history)
-    rows = roofline.operator_bounds(module, result.rows, selection.peak.flops, device.bandwidth)
+    catalog = ledger.load_root(root)
+    record = catalog.model(args.model)
+    result = ledger.forward_record(record, catalog.templates, args.tokens, batch=args.batch, history=args.history, formulas=module)
+    tp = _tp(args)
+    per_gpu = roofline.shard(result.rows, tp, roofline.kv_share(module, record, tp) if tp > 1 else 1.0)
+    rows = roofline.operator_bounds(module, per_gpu, selection.peak.flops, device.bandwidth)
     total_flops = sum(r.bound.flops for r in rows)
     total_bytes = sum(r.bound.bytes for r in rows)
     whole = roofline.bound(module, total_flops, total_bytes, selection.peak.flops, device.bandwidth)
@@ -185,6 +207,8 @@ def _model_mode(args, k, device, selection, module) -> str:
         "assumptions": ["each operator runs alone at its own roofline bound; the sum assumes no overlap between operators",
                         "matrix FLOPs are charged at the matrix-unit peak; scalar operations are listed, not bounded"],
     }
+    if tp > 1:
+        _add_tp(data, record, tp, args.batch * args.tokens)
     if args.format == "json":
         return to_json(data)
     table_rows = [dict(name=r.name, repeats=r.repeats, flops=number(r.bound.flops), bytes=number(r.bound.bytes),
@@ -198,7 +222,25 @@ def _model_mode(args, k, device, selection, module) -> str:
     lines += ["", f"sum of operator bounds = {_seconds(per_op)}",
               f"single roofline of the totals = {_seconds(whole.time)}, {whole.bottleneck}-bound"]
     lines += _band_lines(roofline.bands(device, whole, selection.peak.precision))
+    if tp > 1:
+        ar = data["tensor_parallel"]["allreduce"]
+        lines += [f"per GPU at tensor parallelism {tp}: {data['tensor_parallel']['split']}",
+                  f"not included: {ar['allreduces']} TP all-reduces of {number(ar['message_bytes'])} B each "
+                  "(price them with `aiinfra collective ring --op allreduce`)"]
     return "\n".join(lines)
+
+
+def _add_tp(data: dict, record: dict, tp: int, rows_per_pass: int) -> None:
+    """Mark a per-GPU result: what is split, what is replicated, and the all-reduces left out."""
+    data["scenario"]["tp"] = tp
+    data["formulas"] = [*data["formulas"], roofline.KV_SHARE]
+    data["tensor_parallel"] = {
+        "tp": tp,
+        "split": f"FLOPs, weight and activation bytes of {', '.join(roofline.TP_SPLIT)} rows / {tp}; KV bytes x FX73's share",
+        "replicated": "embedding, position, norm (q/k norms included), residual and routing rows run whole on every rank",
+        "allreduce": roofline.tp_allreduce(record, rows_per_pass, tp),
+    }
+    data["assumptions"].append(f"per GPU of a {tp}-way tensor-parallel group; TP communication is not in the bound")
 
 
 def _op_dict(r: roofline.OperatorBound) -> dict:

@@ -303,6 +303,7 @@ def _models_and_hardware(verbs, Parser, raw, memory_figures: str | None = None) 
     p.add_argument("--tokens", type=int, metavar="T", help="new tokens per sequence (with --model)")
     p.add_argument("--batch", type=int, default=1, metavar="B", help="sequences (with --model; default 1)")
     p.add_argument("--history", type=int, default=0, metavar="H", help="cached tokens per sequence (with --model)")
+    p.add_argument("--tp", type=int, default=1, metavar="N", help="tensor-parallel degree: per-GPU bound of the sharded model (with --model; default 1)")
     _shared(p, False)
 
     for verb, help_, desc in (
@@ -369,10 +370,49 @@ def fast_eval_args(argv: list[str]) -> SimpleNamespace | None:
     return args
 
 
+# single-record commands read without building the parser: (verb, action) -> (handler, the
+# positional's name, whether it takes every remaining word); same rules as fast_eval_args
+FAST_SHOW = {
+    ("hardware", "show"): ("engine.cli.cmd_hardware:show", "id", False),
+    ("model", "show"): ("engine.cli.cmd_model:show", "id", False),
+    ("path", "show"): ("engine.cli.cmd_path:show", "id", False),
+    ("path", "for"): ("engine.cli.cmd_path:for_", "words", True),
+    ("arch", "show"): ("engine.cli.cmd_arch:show", "id", False),
+}
+
+
+def fast_show_args(argv: list[str]) -> SimpleNamespace | None:
+    """``check``, ``hardware show ID``, ``model show ID``, ``path show ID``, ``path for WORDS...``
+    and ``arch show ID`` (with ``--format`` and ``--root``) read without building the parser;
+    anything else returns None and the full parser answers, with its messages."""
+    from engine.cli.common import scan_options
+
+    pairs = scan_options(argv, ("--format", "--root"))
+    if pairs is None:
+        return None
+    words = [value for name, value in pairs if name is None]
+    if words == ["check"]:
+        args = SimpleNamespace(verb="check", format="text", root=None, handler=HANDLERS[("check",)])
+    else:
+        spec = FAST_SHOW.get(tuple(words[:2]))
+        rest = words[2:]
+        if spec is None or not rest or (len(rest) > 1 and not spec[2]):
+            return None
+        handler, field, many = spec
+        args = SimpleNamespace(verb=words[0], action=words[1], format="text", root=None, handler=handler)
+        setattr(args, field, rest if many else rest[0])
+    for name, value in pairs:
+        if name == "--format" and value not in FORMATS:
+            return None
+        if name is not None:
+            setattr(args, name[2:], value)
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = fast_eval_args(argv)
+        args = fast_eval_args(argv) or fast_show_args(argv)
         if args is None and argv[:1] in (["forward"], ["generate"]):
             from engine.cli.cmd_forward import fast_args
 

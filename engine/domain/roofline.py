@@ -160,3 +160,51 @@ def operator_bounds(module, rows, peak_flops: float, bandwidth: float) -> list[O
         b = bound(module, float(row.matrix_flops or 0), moved, peak_flops, bandwidth)
         out.append(OperatorBound(row.name, int(getattr(row, "repeats", 1) or 1), float(getattr(row, "scalar_flops", 0) or 0), b))
     return out
+
+
+# ---------------------------------------------------------------------------- tensor parallelism
+
+# Ledger row kinds whose work a tensor-parallel group splits over its ranks (Megatron-style
+# column- and row-parallel linears, attention by heads, the activation of the split MLP
+# width, the vocabulary-parallel output head). Every other kind (embedding gather, positions,
+# norms, residual adds, routing) runs whole on every rank, and so does any kind not named here.
+TP_SPLIT = ("matmul", "attention", "softmax", "activation", "kv", "output")
+KV_SHARE = "FX73"
+
+
+def kv_share(module, record: dict, tp: int) -> float:
+    """The fraction of a token's KV bytes one rank holds, from FX73: 1 / min(tp, KV heads)
+    for MHA and GQA, 1 (replicated) for MQA and MLA."""
+    cfg, der = record["config"], record["derived"]
+    attention = der["attention"]
+    given = {"attention": attention, "kv_bytes_per_token": 1.0, "tp_size": tp}
+    if attention == "mha":
+        given["heads"] = cfg["num_attention_heads"]
+    elif attention == "gqa":
+        given["kv_heads"] = cfg.get("num_key_value_heads", 1)
+    return _value(module, KV_SHARE, given)
+
+
+def shard(rows, tp: int, kv_fraction: float) -> list:
+    """One rank's rows: FLOPs, weight and activation bytes of TP_SPLIT rows divided by ``tp``,
+    their KV bytes multiplied by ``kv_fraction``; the other rows unchanged."""
+    if tp == 1:
+        return list(rows)
+    out = []
+    for row in rows:
+        if row.kind not in TP_SPLIT:
+            out.append(row)
+            continue
+        split = {key: float(getattr(row, key) or 0) / tp for key in ("matrix_flops", "scalar_flops", *LEDGER_BYTES[:3])}
+        split.update({key: float(getattr(row, key) or 0) * kv_fraction for key in LEDGER_BYTES[3:]})
+        out.append(row._replace(**split))
+    return out
+
+
+def tp_allreduce(record: dict, rows_per_pass: int, tp: int, act_bytes: float = 2.0) -> dict:
+    """The TP all-reduces of one pass (not in the bound): two per layer, after the attention
+    output and after the MLP down projection, each of rows x hidden activations."""
+    layers, hidden = record["config"]["num_hidden_layers"], record["config"]["hidden_size"]
+    return {"included": False, "ranks": tp, "allreduces": 2 * layers, "message_bytes": rows_per_pass * hidden * act_bytes,
+            "note": "two all-reduces per layer (attention output, MLP output) of rows x hidden_size x 2 B (BF16 activations); "
+                    "not in the time bound: price them with `aiinfra collective ring --op allreduce`"}

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.core.errors import AiinfraError, KnowledgeError, Problem
 from engine.core.ids import DEFAULT_BOOK, Kind, parse_id, parse_user_id
-from engine.kb.formulas import FormulaSet, build_formula
-from engine.kb.records import Action, Book, Chapter, Concept, Formula, ReadingPath, Section, Step
-from engine.kb.schema import validate
-from engine.kb.yamlio import MarkedDict, MarkedList, load_yaml, plain
+from engine.kb.loadcache import FileCache
+from engine.kb.yamlio import MarkedDict, MarkedList, plain
+
+if TYPE_CHECKING:
+    from engine.kb.formulas import FormulaSet
+    from engine.kb.records import Action, Book, Chapter, Concept, Formula, ReadingPath, Section
 
 # name, root -> engine.api.CalculatorHandle; installed by engine.api.load (the top layer)
 CALCULATOR_HANDLE = None
@@ -44,7 +47,7 @@ def default_root() -> str:
 @dataclass
 class Knowledge:
     root: Path
-    formulas: FormulaSet
+    formulas: FormulaSet  # () in a partial load that reads no formulas (load_books, an indexed load_single_folder)
     books: dict[str, Book] = field(default_factory=dict)
     chapters: dict[str, Chapter] = field(default_factory=dict)
     sections: dict[str, Section] = field(default_factory=dict)
@@ -119,13 +122,16 @@ def single_record_files(root: Path) -> list[tuple[str, Path]]:
     return out
 
 
-class _Loader:
+class _Loader:  # the record classes are imported where a record is built: an indexed load needs none
     def __init__(self, root: Path):
         self.root = root
         self.problems: list[Problem] = []
         self.places: dict[str, str] = {}
         self.formulas: list[Formula] = []
+        from engine.kb.formulas import FormulaSet
+
         self.k = Knowledge(root, FormulaSet([]))
+        self.files = FileCache(root)  # each file read and schema-checked once per content (engine.kb.loadcache)
 
     def display(self, path: Path) -> str:
         try:
@@ -142,6 +148,9 @@ class _Loader:
             self.load_knowledge_file(path)
         for folder, path in single_record_files(self.root):
             self.load_single_record(folder, path)
+        self.files.save()
+        from engine.kb.formulas import FormulaSet
+
         self.k.formulas = FormulaSet(self.formulas)
         self.problems += self.k.formulas.problems()
         self.k.problems = sorted(self.problems)
@@ -159,7 +168,7 @@ class _Loader:
     # ------------------------------------------------------------------ formulas
     def load_formula_file(self, path: Path) -> None:
         display = self.display(path)
-        data, problems = load_yaml(path, display)
+        data, problems = self.files.load_yaml(path, display)
         self.problems += problems
         if problems or data is None:
             return
@@ -170,12 +179,14 @@ class _Loader:
             line = data.mark_of(i)[0] if isinstance(data, MarkedList) else 0
             place = f"{display}:{line}"
             rid = str(raw.get("id", f"[{i}]")) if isinstance(raw, dict) else f"[{i}]"
-            schema_problems = validate("formula", raw, display, rid)
+            schema_problems = self.files.validate("formula", raw, display, rid)
             if schema_problems:
                 self.problems += schema_problems
                 continue
             if not self.claim(rid, place):
                 continue
+            from engine.kb.formulas import build_formula
+
             formula, problems = build_formula(raw, place)
             self.problems += problems
             if formula is not None:
@@ -184,7 +195,7 @@ class _Loader:
     # ------------------------------------------------------------------ knowledge
     def load_knowledge_file(self, path: Path) -> None:
         display = self.display(path)
-        data, problems = load_yaml(path, display)
+        data, problems = self.files.load_yaml(path, display)
         self.problems += problems
         if problems or data is None:
             return
@@ -202,7 +213,7 @@ class _Loader:
             for i, raw in enumerate(items):
                 iline = items.mark_of(i)[0] if isinstance(items, MarkedList) else line
                 rid = str(raw.get("id", f"{kind}[{i}]")) if isinstance(raw, dict) else f"{kind}[{i}]"
-                schema_problems = validate(_SCHEMA[kind], raw, display, rid)
+                schema_problems = self.files.validate(_SCHEMA[kind], raw, display, rid)
                 if schema_problems:
                     self.problems += schema_problems
                     continue
@@ -212,7 +223,7 @@ class _Loader:
     def load_single_record(self, folder: str, path: Path) -> None:
         schema, attribute = SINGLE_RECORD_FOLDERS[folder]
         display = self.display(path)
-        data, problems = load_yaml(path, display)
+        data, problems = self.files.load_yaml(path, display)
         self.problems += problems
         if problems or data is None:
             return
@@ -220,7 +231,7 @@ class _Loader:
             self.problems.append(Problem(display, "", "", f"expected one {schema} record (a mapping)"))
             return
         rid = str(data.get("id", path.stem))
-        schema_problems = validate(schema, data, display, rid)
+        schema_problems = self.files.validate(schema, data, display, rid)
         if schema_problems:
             self.problems += schema_problems
             return
@@ -228,6 +239,8 @@ class _Loader:
             getattr(self.k, attribute)[rid] = plain(data)
 
     def build_books(self, raw: dict, place: str) -> None:
+        from engine.kb.records import Book
+
         if self.claim(raw["id"], place):
             self.k.books[raw["id"]] = Book(
                 raw["id"], raw["title"], raw["title_zh"], raw["source"], raw.get("author", ""),
@@ -236,6 +249,8 @@ class _Loader:
             )
 
     def build_chapters(self, raw: dict, place: str) -> None:
+        from engine.kb.records import Chapter, Section
+
         cid = raw["id"]
         chapter_id = parse_id(cid, Kind.CHAPTER)
         book = chapter_id.book
@@ -271,10 +286,14 @@ class _Loader:
         )
 
     def build_concepts(self, raw: dict, place: str) -> None:
+        from engine.kb.records import Concept
+
         if self.claim(raw["id"], place):
             self.k.concepts[raw["id"]] = Concept(raw["id"], raw["name"], raw["name_zh"], raw.get("summary", ""), raw.get("source", ""), place)
 
     def build_paths(self, raw: dict, place: str) -> None:
+        from engine.kb.records import ReadingPath, Step
+
         book = raw.get("book", f"book:{DEFAULT_BOOK}").split(":", 1)[1]
         steps = []
         for j, rs in enumerate(raw["steps"]):
@@ -293,6 +312,8 @@ class _Loader:
             )
 
     def build_actions(self, raw: dict, place: str) -> None:
+        from engine.kb.records import Action
+
         targets = tuple(t for j, text in enumerate(raw["targets"])
                         if (t := self.qualify(text, None, DEFAULT_BOOK, place, raw["id"], f"targets[{j}]")) is not None)
         if self.claim(raw["id"], place):
@@ -326,11 +347,50 @@ class _Loader:
 def load_single_folder(root, folder: str) -> Knowledge:
     """A Knowledge holding only one single-record folder (``models``, ``hardware``, ...), read and
     schema-checked as ``Knowledge.load`` reads it; KnowledgeError when a file does not load.
-    Commands that need one folder do not pay for the formulas and the books."""
+    Commands that need one folder do not pay for the formulas and the books; a folder that
+    loaded cleanly is answered from its cached index (``engine.kb.index``) until a file changes."""
+    from engine.kb import index
+
+    key, records = index.read(root, folder)
+    if records is not None:
+        k = Knowledge(Path(root), ())  # type: ignore[arg-type]  # no formulas: a partial load
+        setattr(k, SINGLE_RECORD_FOLDERS[folder][1], records)
+        return k
     loader = _Loader(Path(root))
     for name, path in single_record_files(Path(root)):
         if name == folder:
             loader.load_single_record(name, path)
+    loader.files.save(whole=False)
     if loader.problems:
         raise KnowledgeError(loader.problems)
+    index.write(folder, key, getattr(loader.k, SINGLE_RECORD_FOLDERS[folder][1]))
+    return loader.k
+
+
+def load_books(root) -> Knowledge:
+    """A Knowledge holding the books, chapters, sections, concepts, reading paths and action words
+    (``knowledge/`` less its single-record folders) and no formulas, read and checked as
+    ``Knowledge.load`` reads them; KnowledgeError when a file does not load. The reading
+    commands need nothing else; a root that loaded cleanly is answered from its cached index
+    (``engine.kb.reading_index``) until a file changes."""
+    from engine.kb import reading_index
+
+    files = knowledge_files(Path(root))
+    ident = reading_index.key(root, files)
+    cached = reading_index.read(ident)
+    if cached is not None:
+        k = Knowledge(Path(root), ())  # type: ignore[arg-type]
+        for table in reading_index.TABLES:
+            setattr(k, table, cached[table])
+        k.places = cached["places"]
+        return k
+    loader = _Loader(Path(root))
+    for path in files:
+        loader.load_knowledge_file(path)
+    loader.files.save(whole=False)
+    if loader.problems:
+        raise KnowledgeError(sorted(loader.problems))
+    loader.k.places = loader.places
+    loader.k.formulas = ()  # type: ignore[assignment]
+    reading_index.write(ident, loader.k)
     return loader.k

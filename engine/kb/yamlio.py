@@ -8,21 +8,21 @@ reported as ``file:line:col``. Uses libyaml's CSafeLoader when available.
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import Path
-
-import yaml
+from typing import TYPE_CHECKING
 
 from engine.core.errors import Problem
 from engine.core.fileread import MAX_FILE_BYTES, FileRefused, read_regular
+
+if TYPE_CHECKING:
+    import yaml
 
 MAX_BYTES = MAX_FILE_BYTES  # 4 MiB
 MAX_NODES = 500_000  # after alias expansion; the largest shipped file has under 5,000
 MAX_DEPTH = 64  # the deepest shipped file nests 7 levels
 MAX_RECORDS = 10_000  # records in one list; the longest shipped list has 43
 MAX_INT_BITS = 1024  # a whole number past 2^1024 is larger than any float a formula could use
-
-_Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
 
 class MarkedDict(dict):
     __slots__ = ("line", "col", "key_marks")
@@ -58,11 +58,7 @@ class LongNumber(Exception):
         super().__init__(f"holds a whole number past 2^{MAX_INT_BITS}, larger than any float a formula could use")
 
 
-class _Loader(_Base):  # type: ignore[misc, valid-type]
-    pass
-
-
-def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> int:
+def _construct_int(loader, node: yaml.ScalarNode) -> int:
     try:
         value = loader.construct_yaml_int(node)
     except ValueError:  # past Python's 4,300-digit limit for int(text)
@@ -72,7 +68,7 @@ def _construct_int(loader: _Loader, node: yaml.ScalarNode) -> int:
     return value
 
 
-def _construct_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> MarkedDict:
+def _construct_mapping(loader, node: yaml.MappingNode, deep: bool = False) -> MarkedDict:
     # flatten_mapping puts the pairs merged in by ``<<:`` first; the mapping's own keys
     # follow and may override them, as YAML allows. Only an own key given twice is refused.
     own = sum(1 for key_node, _ in node.value if key_node.tag != "tag:yaml.org,2002:merge")
@@ -98,22 +94,31 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = Fal
     return result
 
 
-def _construct_sequence(loader: _Loader, node: yaml.SequenceNode, deep: bool = False) -> MarkedList:
+def _construct_sequence(loader, node: yaml.SequenceNode, deep: bool = False) -> MarkedList:
     result = MarkedList(loader.construct_object(child, deep=True) for child in node.value)
     result.line, result.col = node.start_mark.line + 1, node.start_mark.column + 1
     result.item_marks = [(c.start_mark.line + 1, c.start_mark.column + 1) for c in node.value]
     return result
 
 
-# YAML 1.2 reads 1e3 and 1.5e7 as floats; PyYAML (YAML 1.1) would keep them as strings.
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
-_Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+@cache
+def _loader_class():
+    """The YAML loader class, built on first use so that importing this module does not import PyYAML."""
+    import yaml
+
+    class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+        pass
+
+    # YAML 1.2 reads 1e3 and 1.5e7 as floats; PyYAML (YAML 1.1) would keep them as strings.
+    _Loader.add_implicit_resolver(
+        "tag:yaml.org,2002:float",
+        re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+        list("-+0123456789"),
+    )
+    _Loader.add_constructor("tag:yaml.org,2002:int", _construct_int)
+    _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+    _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
+    return _Loader
 
 
 def load_yaml(path: Path, display: str) -> tuple[object, list[Problem]]:
@@ -139,15 +144,17 @@ def load_yaml(path: Path, display: str) -> tuple[object, list[Problem]]:
         return None, [Problem(f"{display}:{exc.line}:{exc.col}", "", str(exc.key), str(exc))]
     except (UnhashableKey, LongNumber) as exc:
         return None, [Problem(f"{display}:{exc.line}:{exc.col}", "", "", str(exc))]
-    except yaml.YAMLError as exc:
+    except RecursionError:
+        return None, [Problem(display, "", "", "is not valid YAML (nested too deeply)")]
+    except Exception as exc:  # yaml.YAMLError (PyYAML is imported only when a file is read)
+        if not _is_yaml_error(exc):
+            raise
         mark = getattr(exc, "problem_mark", None)
         place = f"{display}:{mark.line + 1}:{mark.column + 1}" if mark else display
         reason = getattr(exc, "problem", None) or str(exc)
         if "depth" in reason:  # newer libyaml caps nesting itself; older builds recurse
             return None, [Problem(display, "", "", "is not valid YAML (nested too deeply)")]
         return None, [Problem(place, "", "", f"is not valid YAML ({reason})")]
-    except RecursionError:
-        return None, [Problem(display, "", "", "is not valid YAML (nested too deeply)")]
 
 
 class TooLarge(Exception):
@@ -159,7 +166,7 @@ class TooLarge(Exception):
 
 
 def _load_bounded(text: str) -> object:
-    loader = _Loader(text)
+    loader = _loader_class()(text)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -170,13 +177,21 @@ def _load_bounded(text: str) -> object:
         loader.dispose()
 
 
-def _check_size(root: yaml.Node) -> None:
+def _is_yaml_error(exc: Exception) -> bool:
+    import yaml
+
+    return isinstance(exc, yaml.YAMLError)
+
+
+def _check_size(root) -> None:
     """Refuse a document whose aliases expand past MAX_NODES, that refers to itself, is nested
     past MAX_DEPTH or holds more than MAX_RECORDS records. Each collection is counted once
     however many aliases point at it, so a 'billion laughs' file costs its size; the depth cap
     bounds the recursion."""
     sizes: dict[int, int] = {}
     open_nodes: set[int] = set()
+
+    import yaml
 
     def walk(node: yaml.Node, depth: int) -> int:
         value = node.value
@@ -209,14 +224,18 @@ def _check_size(root: yaml.Node) -> None:
     _check_records(root)
 
 
-def _check_records(root: yaml.Node) -> None:
+def _check_records(root) -> None:
+    import yaml
+
     lists = [root] if isinstance(root, yaml.SequenceNode) else [v for _, v in _pairs(root) if isinstance(v, yaml.SequenceNode)]
     for node in lists:
         if len(node.value) > MAX_RECORDS:
             raise TooLarge(f"holds {len(node.value)} records in one list, more than {MAX_RECORDS}", node.start_mark.line + 1)
 
 
-def _pairs(node: yaml.Node) -> list:
+def _pairs(node) -> list:
+    import yaml
+
     return node.value if isinstance(node, yaml.MappingNode) else []
 
 

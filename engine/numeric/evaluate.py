@@ -99,7 +99,10 @@ def currency_of(given: dict[str, object]) -> str:
     """The one currency the price inputs are written in ("" when none says); a mix is bad input."""
     seen: dict[str, str] = {}
     for name, raw in given.items():
-        for m in _CURRENCY.finditer(str(raw)):
+        text = raw if isinstance(raw, str) else str(raw)
+        if "USD" not in text and "CNY" not in text and "RMB" not in text:
+            continue  # the cheap test first: most inputs name no currency
+        for m in _CURRENCY.finditer(text):
             seen.setdefault("CNY" if m.group(1) == "RMB" else m.group(1), name)
     if len(seen) > 1:
         (a, na), (b, nb) = list(seen.items())[:2]
@@ -131,10 +134,23 @@ def read_input(name: str, raw: object, spec: dict) -> Quantity:
         if not math.isfinite(raw):
             raise InputError(f"--set {name}", f"expected a finite number in {spec['unit']}")
         return Quantity.point(float(raw))
-    try:
-        return parse_quantity(str(raw), spec["unit"])
-    except UnitError as exc:
-        raise InputError(f"--set {name}", f"{exc.text!r} {exc.message}") from None
+    key = (str(raw), spec["unit"])
+    q = _PARSED.get(key)
+    if q is None:
+        try:
+            q = parse_quantity(*key)
+        except UnitError as exc:
+            raise InputError(f"--set {name}", f"{exc.text!r} {exc.message}") from None
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[key] = q
+    return q
+
+
+# parse_quantity is a pure function of (text, unit) and a Quantity is immutable: the API
+# evaluates the same "2B" or "35..45%" many times, and parsing it costs more than the formula
+_PARSED: dict[tuple[str, str], Quantity] = {}
+_PARSED_MAX = 4096
 
 
 _DOMAIN_TEXT = {
@@ -151,21 +167,27 @@ _DOMAIN_TEXT = {
 }
 
 
+_DOMAIN_OK = {
+    "positive": lambda x: x > 0,
+    "nonnegative": lambda x: x >= 0,
+    "positive_integer": lambda x: x >= 1 and float(x).is_integer(),
+    "nonnegative_integer": lambda x: x >= 0 and float(x).is_integer(),
+    "fraction": lambda x: 0 <= x <= 1,
+    "positive_fraction": lambda x: 0 < x <= 1,
+    "fraction_below_one": lambda x: 0 <= x < 1,
+    "ge_one": lambda x: x >= 1,
+    "ge_two_integer": lambda x: x >= 2 and float(x).is_integer(),
+    "real": lambda x: True,
+}
+
+
 def check_domain(name: str, q: Quantity, spec: dict) -> None:
     domain = spec["domain"]
-    ok = {
-        "positive": lambda x: x > 0,
-        "nonnegative": lambda x: x >= 0,
-        "positive_integer": lambda x: x >= 1 and float(x).is_integer(),
-        "nonnegative_integer": lambda x: x >= 0 and float(x).is_integer(),
-        "fraction": lambda x: 0 <= x <= 1,
-        "positive_fraction": lambda x: 0 < x <= 1,
-        "fraction_below_one": lambda x: 0 <= x < 1,
-        "ge_one": lambda x: x >= 1,
-        "ge_two_integer": lambda x: x >= 2 and float(x).is_integer(),
-        "real": lambda x: True,
-    }[domain]
-    ends = (q.low, q.high) if domain.endswith("integer") else (q.low, q.value, q.high)
+    ok = _DOMAIN_OK[domain]
+    if q.low == q.high == q.value:
+        ends = (q.value,)  # a point: one check
+    else:
+        ends = (q.low, q.high) if domain.endswith("integer") else (q.low, q.value, q.high)
     for x in ends:
         if not ok(x):
             unit = "" if spec["unit"] in ("1", "") else f" {spec['unit']}"

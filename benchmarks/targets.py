@@ -1,0 +1,173 @@
+"""Every target of issue 12, printed as figure, ratio, target and ok/MISS (a report, not a test).
+
+Targets (issue 12, "Fast everywhere"), measured in one run on this machine:
+- every single-record or numeric command at most 3x ``python -c pass`` with warm caches;
+- warm ``aiinfra check`` at most 1.5 s, cold (empty cache folder) at most 8 s;
+- ``api.evaluate`` at least 20,000 calls/s after the first; ``calculator.run`` with presets
+  at least 500 runs/s;
+- ``roofline --tp`` gives a per-GPU bound; ``serving-fleet`` with a ranged input avoids NumPy.
+
+A miss is reported, never raised: the exit status is 0 unless the script itself breaks.
+Usage: ``python benchmarks/targets.py [--runs N] [--exe PATH]``; about 2-3 minutes with
+the defaults. The commands use the configured cache folder (``AIINFRA_CACHE_DIR`` or the
+default; each command's first run warms it); cold ``check`` runs with an empty temporary one.
+Bytecode is cached under build/bench-pycache, as an installed package would have it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+
+from calculators import CASES  # noqa: E402  (benchmarks/calculators.py: one input set per calculator)
+from run import EVAL  # noqa: E402  (benchmarks/run.py: the formula eval of issue 2)
+
+COMMAND_RATIO = 3.0  # x python start
+WARM_CHECK_S, COLD_CHECK_S = 1.5, 8.0
+API_EVALUATE_PER_S, CALC_RUN_PER_S = 20_000, 500
+
+COMMANDS = {
+    "formula eval": EVAL,
+    "forward": ["forward", "--model", "qwen3-8b", "--tokens", "2048"],
+    "generate": ["generate", "--model", "deepseek-v3", "--history", "4096", "--steps", "256"],
+    "roofline": ["roofline", "--device", "h100-sxm", "--model", "qwen3-8b", "--tokens", "2048"],
+    "roofline --tp": ["roofline", "--device", "h100-sxm", "--model", "llama-3.1-70b", "--tokens", "1", "--history", "1024", "--tp", "8"],
+    "hardware show": ["hardware", "show", "h100-sxm"],
+    "model show": ["model", "show", "qwen3-8b"],
+    "path for": ["path", "for", "上线一个推理服务"],
+    "path show": ["path", "show", "first-training-run"],
+    "tree walk": ["tree", "walk", "pd-disaggregation", "--model", "qwen3-8b", "--set", "latency_slo=offline"],
+    "arch show": ["arch", "show", "ra-02"],
+}
+
+
+def calc_argv(name: str) -> list[str]:
+    """``aiinfra calc NAME`` with benchmarks/calculators.py's inputs, the swept one at its low end."""
+    var, low, _high, inputs, presets = CASES[name]
+    argv = ["calc", name]
+    for key, value in presets.items():
+        argv += [f"--{key}", str(value)]
+    for key, value in {**inputs, var: low}.items():
+        argv += ["--set", f"{key}={value}"]
+    return argv
+
+
+def line(label: str, figure: str, ratio: str, target: str, ok: bool | None) -> None:
+    verdict = "n/a" if ok is None else ("ok" if ok else "MISS")
+    print(f"{label:34s} {figure:>16s} {ratio:>9s}   {target:22s} {verdict}")
+
+
+def timed(cmd: list[str], runs: int, env: dict) -> tuple[float | None, str]:
+    """Median wall time of ``runs`` runs after one warm-up; None and the error when it fails."""
+    times = []
+    for i in range(runs + 1):
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+        took = time.perf_counter() - start
+        if proc.returncode not in (0, 1):
+            tail = proc.stderr.decode(errors="replace").strip().splitlines()
+            return None, tail[-1] if tail else f"exit {proc.returncode}"
+        if i:
+            times.append(took)
+    return statistics.median(times), ""
+
+
+def commands(exe: list[str], runs: int, env: dict, base: float) -> None:
+    table = dict(COMMANDS)
+    table.update({f"calc {name}": calc_argv(name) for name in CASES})
+    for label, argv in table.items():
+        t, error = timed([*exe, *argv], runs, env)
+        if t is None:
+            line(label, "failed", "", error[:60], False)
+            continue
+        line(label, f"{t * 1000:.0f} ms", f"{t / base:.1f}x", f"<= {COMMAND_RATIO:g}x python start", t / base <= COMMAND_RATIO)
+
+
+def checks(exe: list[str], runs: int, env: dict) -> None:
+    t, error = timed([*exe, "check"], runs, env)
+    line("check (warm)", "failed" if t is None else f"{t:.2f} s", "", f"<= {WARM_CHECK_S:g} s", None if t is None else t <= WARM_CHECK_S)
+    with tempfile.TemporaryDirectory(prefix="aiinfra-cold-") as folder:
+        start = time.perf_counter()
+        proc = subprocess.run([*exe, "check"], env=dict(env, AIINFRA_CACHE_DIR=folder), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        t = time.perf_counter() - start
+    line("check (cold)", f"{t:.2f} s" if proc.returncode in (0, 1) else "failed", "", f"<= {COLD_CHECK_S:g} s", t <= COLD_CHECK_S)
+
+
+def rate(fn, budget: float = 0.5) -> float:
+    """Calls per second of ``fn()`` over about ``budget`` seconds (after one call)."""
+    fn()
+    n, start = 0, time.perf_counter()
+    while (took := time.perf_counter() - start) < budget or n < 3:
+        fn()
+        n += 1
+    return n / took
+
+
+def api_rates() -> None:
+    from engine import api
+
+    given = dict(attention="gqa", layers=36, kv_heads=8, head_dim=128, kv_bytes="2B")  # the README's Qwen3-8B example
+    start = time.perf_counter()
+    api.evaluate("F8", **given)
+    first = time.perf_counter() - start
+    line("api.evaluate first call", f"{first * 1000:.1f} ms", "", "(figure)", None)
+    r = rate(lambda: api.evaluate("F8", **given), 1.0)
+    line("api.evaluate", f"{r:,.0f} /s", "", f">= {API_EVALUATE_PER_S:,} calls/s", r >= API_EVALUATE_PER_S)
+    for name, (var, low, _high, inputs, presets) in CASES.items():
+        if not presets:
+            continue
+        handle = api.calculator(name)
+        r = rate(lambda handle=handle, var=var, low=low, inputs=inputs, presets=presets: handle.run(**presets, **inputs, **{var: low}))
+        line(f"calculator.run {name}", f"{r:,.0f} /s", "", f">= {CALC_RUN_PER_S} runs/s", r >= CALC_RUN_PER_S)
+
+
+NUMPY_PROBE = """
+import sys
+from engine.cli.main import main
+code = main(sys.argv[1:])
+print('numpy' in sys.modules, file=sys.stderr)
+"""
+
+
+def features(env: dict) -> None:
+    argv = ["calc", "serving-fleet", "--model", "qwen3-8b", "--device", "h100-sxm", "--set", "qps=40..60", "--set", "prompt_tokens=2048",
+            "--set", "avg_output_tokens=256", "--set", "ttft_target=1s", "--set", "tpot_target=50ms", "--set", "kv_bytes=2",
+            "--set", "engine_overhead_bytes=4GiB", "--format", "json"]
+    proc = subprocess.run([sys.executable, "-c", NUMPY_PROBE, *argv], env=env, capture_output=True, text=True, check=False)
+    used = proc.stderr.strip().splitlines()[-1:] == ["True"]
+    line("serving-fleet range, no NumPy", "numpy loaded" if used else ("no numpy" if proc.returncode == 0 else "failed"), "", "NumPy not imported", proc.returncode == 0 and not used)
+    proc = subprocess.run([sys.executable, "-m", "engine", *COMMANDS["roofline --tp"], "--format", "json"], env=env, capture_output=True, text=True, check=False)
+    line("roofline --tp per-GPU bound", "present" if '"tensor_parallel"' in proc.stdout else "absent", "", "per-GPU result", '"tensor_parallel"' in proc.stdout)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=3, help="timed runs per command after one warm-up (default 3)")
+    ap.add_argument("--exe", default=shutil.which("aiinfra", path=os.path.dirname(sys.executable)) or shutil.which("aiinfra"))
+    args = ap.parse_args()
+    exe = [args.exe] if args.exe else [sys.executable, "-m", "engine"]
+    # bytecode cached as an installed package has it (PYTHONDONTWRITEBYTECODE would time the compiler)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(HERE.parent / "build" / "bench-pycache")
+    base, _ = timed([sys.executable, "-c", "pass"], max(args.runs, 5), env)
+    print(f"{'':34s} {'figure':>16s} {'ratio':>9s}   {'target':22s} verdict")
+    line("python -c pass", f"{base * 1000:.0f} ms", "1.0x", "(baseline)", None)
+    commands(exe, args.runs, env, base)
+    checks(exe, args.runs, env)
+    api_rates()
+    features(env)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
