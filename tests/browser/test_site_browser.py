@@ -2,7 +2,7 @@
 
 The forms are compared with the command line (``aiinfra calc ... --format json`` and
 ``aiinfra tree walk ... --format json``) for the same inputs, to 1e-9 relative. The inputs are
-the Llama-3.1-70B and H100 SXM presets plus the cited values of tests/test_site.py; what is
+the Llama-3.1-70B and H100 SXM presets plus the cited values of tests/site/test_site.py; what is
 tested is that the page and the command line agree.
 """
 
@@ -18,11 +18,11 @@ import pytest
 
 
 def _site_tests():
-    """tests/test_site.py, for its cited inputs (EXTRA) and comparison (close)."""
+    """tests/site/test_site.py, for its cited inputs (EXTRA) and comparison (close)."""
     import importlib.util
     from pathlib import Path
 
-    spec = importlib.util.spec_from_file_location("_aiinfra_site_tests", Path(__file__).resolve().parents[1] / "test_site.py")
+    spec = importlib.util.spec_from_file_location("_aiinfra_site_tests", Path(__file__).resolve().parents[1] / "site" / "test_site.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

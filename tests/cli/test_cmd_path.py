@@ -15,7 +15,7 @@ import pytest
 
 from engine.cli.main import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "roots"
 
 

@@ -23,7 +23,7 @@ from engine.core.errors import KnowledgeError
 from engine.numeric import compiled
 from engine.numeric.evaluate import evaluate
 
-ROOTS = Path(__file__).parent / "fixtures" / "roots"
+ROOTS = Path(__file__).parent.parent / "fixtures" / "roots"
 GOOD = ROOTS / "good"
 QWEN3_8B = {"layers": 36, "kv_heads": 8, "head_dim": 128}  # Qwen/Qwen3-8B config.json
 HEAVY = ("sympy", "networkx", "yaml", "jsonschema")
@@ -143,7 +143,7 @@ def test_editing_a_formula_changes_the_key_and_rebuilds(cache, tmp_path):
 
 
 UNKNOWN_UNIT = (
-    "formulas/f.yaml:1 F1 symbols.kv_bytes.unit: 'Bytes' is not a known unit (expected B, bit, FLOP, FLOPS, s, min, h, d, "
+    "formulas/f.yaml:10 F1 symbols.kv_bytes.unit: 'Bytes' is not a known unit (expected B, bit, FLOP, FLOPS, s, min, h, d, "
     "yr, tokens, requests, W, J, Wh, USD, CNY, gCO2e, GPU, %, 1, with prefixes k M G T P, Ki Mi Gi Ti, or m u n on times)"
 )
 

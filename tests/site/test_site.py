@@ -24,7 +24,7 @@ import pytest
 
 from engine.core.paths import shipped_root
 
-HERE = Path(__file__).parent
+HERE = Path(__file__).parent.parent
 FIXTURE = HERE / "fixtures" / "site_root"
 GOLDEN = HERE / "golden" / "site"
 REL = 1e-9

@@ -14,7 +14,7 @@ import pytest
 from engine.check import integrity
 from engine.kb.knowledge import Knowledge
 
-ROOTS = Path(__file__).parent / "fixtures" / "roots"
+ROOTS = Path(__file__).parent.parent / "fixtures" / "roots"
 
 # a problem in a field is placed at the line of that field (the unit on line 10, the expr on line 11), not of the record
 CASES = {

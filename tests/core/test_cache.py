@@ -22,8 +22,8 @@ import pytest
 from engine.core import cache
 from engine.numeric import compiled
 
-REPO = Path(__file__).resolve().parent.parent
-GOOD = Path(__file__).parent / "fixtures" / "roots" / "good"
+REPO = Path(__file__).resolve().parents[2]
+GOOD = Path(__file__).parent.parent / "fixtures" / "roots" / "good"
 OTHER_UID = 54321
 
 

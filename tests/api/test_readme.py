@@ -7,12 +7,12 @@ they write (graph.graphml, kv.svg) land there. Left out, and why:
 
 - ``site serve`` never exits;
 - ``site build`` takes minutes here; the same build is made and checked by
-  tests/test_site.py::test_strict_build_has_no_warnings, so it is not built twice;
+  tests/site/test_site.py::test_strict_build_has_no_warnings, so it is not built twice;
 - ``tree walk`` without answers asks for them on a terminal (its README comment says so);
   with stdin closed it is bad input by design, so that line is skipped here; the README's
   next line gives the answers with ``--set`` and is run;
 - ``model import`` writes into the knowledge root by default: it is given a config.json at
-  the README's placeholder path (tiiuae/falcon-7b's, as in tests/test_cmd_model.py) and an
+  the README's placeholder path (tiiuae/falcon-7b's, as in tests/cli/test_cmd_model.py) and an
   ``--out`` folder, so the shipped knowledge is never touched.
 """
 
@@ -27,12 +27,12 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
-SKIPPED = {("site", "serve"): "never exits", ("site", "build"): "built and checked by tests/test_site.py"}
+SKIPPED = {("site", "serve"): "never exits", ("site", "build"): "built and checked by tests/site/test_site.py"}
 INTERACTIVE = {".venv/bin/aiinfra tree walk pd-disaggregation --model qwen3-8b"}  # asks on a terminal
 
-# tiiuae/falcon-7b config.json (the same record as tests/test_cmd_model.py)
+# tiiuae/falcon-7b config.json (the same record as tests/cli/test_cmd_model.py)
 FALCON_7B = {
     "alibi": False, "apply_residual_connection_post_layernorm": False, "architectures": ["FalconForCausalLM"],
     "attention_dropout": 0.0, "bias": False, "bos_token_id": 11, "eos_token_id": 11, "hidden_dropout": 0.0,

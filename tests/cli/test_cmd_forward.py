@@ -19,7 +19,7 @@ from engine.cli import cmd_forward
 from engine.cli.main import build_parser, main
 from engine.domain import ledger
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(argv, capsys):

@@ -10,7 +10,7 @@ from engine.cli.main import main
 from engine.core.progress import note
 from engine.numeric import compiled
 
-GOOD = str(Path(__file__).parent / "fixtures" / "roots" / "good")
+GOOD = str(Path(__file__).parent.parent / "fixtures" / "roots" / "good")
 
 
 class Terminal(io.StringIO):

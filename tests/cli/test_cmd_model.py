@@ -12,7 +12,7 @@ import yaml
 from engine.cli.main import main
 from engine.kb.knowledge import Knowledge
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # tiiuae/falcon-7b config.json: multi-query attention, 32 layers, hidden 4544, 71 heads
 FALCON_7B = {

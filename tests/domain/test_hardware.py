@@ -15,7 +15,7 @@ from engine.core.errors import InputError
 from engine.domain import hardware
 from engine.kb.knowledge import Knowledge
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HW_FILES = sorted((ROOT / "knowledge" / "hardware").glob("*.yaml"))
 
 

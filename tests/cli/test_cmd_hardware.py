@@ -16,7 +16,7 @@ import pytest
 
 from engine.cli.main import main
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COUNT = len(list((ROOT / "knowledge" / "hardware").glob("*.yaml")))
 
 
@@ -118,7 +118,7 @@ def test_bad_input(capsys, hw, argv, message):
 
 
 def test_a_root_without_hardware_lists_nothing(tmp_path, capsys):
-    (tmp_path / "knowledge").mkdir()  # a root (a folder with no knowledge folder at all is bad input: tests/test_cli.py)
+    (tmp_path / "knowledge").mkdir()  # a root (a folder with no knowledge folder at all is bad input: tests/cli/test_cli.py)
     code, out, _ = run(["--root", str(tmp_path), "hardware", "list", "--format", "json"], capsys)
     assert (code, json.loads(out)) == (0, [])
 

@@ -191,7 +191,7 @@ def test_bad_matrix_files_are_one_line_exit_2(text, message, tmp_path, capsys):
 def test_root_without_the_collective_formulas_is_refused(capsys):
     from pathlib import Path
 
-    good = Path(__file__).parent / "fixtures" / "roots" / "good"
+    good = Path(__file__).parent.parent / "fixtures" / "roots" / "good"
     code, _, err = run([*RING, "--root", str(good)], capsys)
     assert code == 2
     assert err.strip() == "aiinfra: error: --root: the knowledge root has no formula FX50 (collective needs FX1, FX50, FX51, FX52)"

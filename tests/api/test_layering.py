@@ -12,7 +12,7 @@ from pathlib import Path
 import networkx as nx
 import pytest
 
-ENGINE = Path(__file__).resolve().parents[1] / "engine"
+ENGINE = Path(__file__).resolve().parents[2] / "engine"
 # lowest first; a module may import its own layer and the layers before it
 LAYERS = ("core", "kb", "numeric", "domain", "trees", "check", "reading", "site", "cli", "top")
 # engine/core and engine/kb are on every fast path: sympy only inside functions there

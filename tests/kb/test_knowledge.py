@@ -14,7 +14,7 @@ import pytest
 from engine.core.errors import KnowledgeError, Problem
 from engine.kb.knowledge import Knowledge
 
-ROOTS = Path(__file__).parent / "fixtures" / "roots"
+ROOTS = Path(__file__).parent.parent / "fixtures" / "roots"
 KINDS = "books, chapters, concepts, paths, actions"
 
 

@@ -17,7 +17,7 @@ from engine.cli.main import main
 from engine.domain import hardware, roofline
 from engine.kb.knowledge import Knowledge
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 H100_PEAK, H100_BW = 989.4e12, 3.35e12
 
 # a 4096 x 4096 x 4096 BF16 GEMM, each operand crossing HBM once: 2·n³ FLOP over 3·n²·2 B

@@ -14,7 +14,7 @@ import pytest
 
 from engine.cli.main import main
 
-ROOTS = Path(__file__).parent / "fixtures" / "roots"
+ROOTS = Path(__file__).parent.parent / "fixtures" / "roots"
 F8_QWEN3_8B = ["formula", "eval", "F8", "--set", "attention=gqa", "--set", "layers=36", "--set", "kv_heads=8", "--set", "head_dim=128", "--set", "kv_bytes=2"]
 F2_BASE = ["formula", "eval", "F2", "--set", "train_flops=6.3e24", "--set", "n_gpus=1024", "--set", "peak_flops=1PFLOPS"]
 
@@ -350,4 +350,4 @@ def test_calculator_names_are_case_insensitive_on_the_full_parser_too(capsys):
 def test_tree_ids_are_case_insensitive(capsys):
     code, out, err = run(["tree", "walk", "PD-Disaggregation", "--set", "latency_slo=offline", "--format", "json"], capsys)
     assert (code, err) == (0, ""), err
-    assert json.loads(out)["leaf"]["id"] == "colocate-throughput"  # offline needs no numbers (tests/test_trees.py)
+    assert json.loads(out)["leaf"]["id"] == "colocate-throughput"  # offline needs no numbers (tests/trees/test_trees.py)

@@ -7,7 +7,7 @@ and the calculator tests). What this test asserts is only that a change of layou
 
 The snapshots in tests/golden/ were written from main before the stage-package layout (issue 14)
 landed. When a change is *meant* to alter an output, rewrite them with
-``AIINFRA_GOLDEN=write python -m pytest tests/test_golden_json.py`` and say why in the commit.
+``AIINFRA_GOLDEN=write python -m pytest tests/cli/test_golden_json.py`` and say why in the commit.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 
 from engine.cli.main import main
 
-GOLDEN = Path(__file__).resolve().parent / "golden"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
 F8 = ["--set", "attention=gqa", "--set", "layers=36", "--set", "kv_heads=8", "--set", "head_dim=128", "--set", "kv_bytes=2B"]
 COMMANDS = {

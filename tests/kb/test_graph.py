@@ -17,7 +17,7 @@ import pytest
 from engine.kb.graph import KnowledgeGraph
 from engine.kb.knowledge import Knowledge
 
-ROOTS = Path(__file__).parent / "fixtures" / "roots"
+ROOTS = Path(__file__).parent.parent / "fixtures" / "roots"
 
 
 def graph_of(name: str) -> KnowledgeGraph:
