@@ -18,7 +18,7 @@ $(VENV)/.installed-site: pyproject.toml package-lock.json | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml package-lock.json | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,site,browser]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,site,browser,dask]'
 	touch $@
 
 install: $(VENV)/.installed

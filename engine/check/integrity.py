@@ -58,7 +58,7 @@ def outcome_key(root) -> str | None:
     from engine.kb.loadcache import checksum
 
     here = os.path.dirname(os.path.abspath(engine.__file__))
-    crc, adler = checksum(sys.version.encode())
+    crc, adler = checksum(sys.version.encode() + b"\0" + libraries_stamp().encode())
     named = _files(here, os.path.dirname(here), _ENGINE_SUFFIXES)
     for folder in CHECKED_FOLDERS:
         named += _files(os.path.join(os.fspath(root), folder), os.fspath(root), None)
@@ -70,6 +70,38 @@ def outcome_key(root) -> str | None:
             return None
         crc, adler = checksum(name.encode() + b"\0" + data + b"\0", crc, adler)
     return f"{crc:08x}{adler:08x}{len(named):04x}"
+
+
+# the libraries whose behaviour a check's result depends on (YAML reading, schema checks,
+# symbolic proofs, the graph, the NumPy twins), by import name and distribution name
+LIBRARIES = (("yaml", "pyyaml"), ("jsonschema", "jsonschema"), ("sympy", "sympy"), ("networkx", "networkx"), ("numpy", "numpy"))
+
+
+def libraries_stamp() -> str:
+    """Where each library is and which version is installed, read without importing it: its
+    package's path and the ``<name>-<version>.dist-info`` folders beside it (about 1 ms, where
+    importlib.metadata takes about 60), so an upgrade of any of them runs the check afresh."""
+    import importlib.util
+    import os
+
+    parts = []
+    for module, dist in LIBRARIES:
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            spec = None
+        origin = getattr(spec, "origin", None)
+        if not origin:
+            parts.append(f"{module}:absent")
+            continue
+        site = os.path.dirname(os.path.dirname(origin))
+        try:
+            infos = sorted(n for n in os.listdir(site) if n.lower().replace("_", "-").startswith(dist + "-") and n.endswith((".dist-info", ".egg-info")))
+            st = os.stat(origin)
+        except OSError:
+            infos, st = [], None
+        parts.append(f"{module}:{origin}:{','.join(infos)}:{st.st_size if st else 0}:{st.st_mtime_ns if st else 0}")
+    return "|".join(parts)
 
 
 def _files(base: str, relative_to: str, suffixes) -> list[tuple[str, str]]:

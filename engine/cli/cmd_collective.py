@@ -4,7 +4,8 @@ Options are read here (quantities with units, the all-to-all routing file); the 
 and its costs come from ``engine.domain.collective``; printing is this module's job. ``--format
 json`` carries everything (all rounds), ``csv`` the rounds table (one row per transfer),
 ``text`` and ``md`` a summary, the first ``--show-rounds`` rounds, the ranks and the ring
-vs tree crossover.
+vs tree crossover. With ``--model ID --tokens N --tp T`` (ring or tree allreduce) the message is
+the model's TP all-reduce and a TP budget per forward pass follows (engine.domain.collective).
 """
 
 from __future__ import annotations
@@ -22,13 +23,64 @@ RANKS_SHOWN = 16
 
 
 def run(args) -> int:
-    module = compiled.load(root_of(args))
-    result = collective.run(setup_from(args, module), module)
+    root = root_of(args)
+    module = compiled.load(root)
+    model = model_of(args, root) if getattr(args, "model", None) else None
+    if model is None:
+        for option in ("tokens", "tp", "act_bytes"):
+            if getattr(args, option, None) is not None:
+                raise InputError(f"--{option.replace('_', '-')}", "applies with --model only (the TP all-reduce or MoE all-to-all of a model)")
+    result = collective.run(setup_from(args, module, model), module)
+    if model is not None:
+        from engine.domain import collective_model
+
+        attach = collective_model.with_ep_budget if args.action == "all-to-all" else collective_model.with_tp_budget
+        attach(result, module, model, args.tokens, model["bytes_act"])
     emit(render(result, args.format, args.show_rounds))
     return 0
 
 
-def setup_from(args, module) -> collective.Setup:
+def model_of(args, root) -> dict:
+    """--model with --tokens and --tp (ring/tree allreduce) or --ranks (all-to-all of a MoE model)."""
+    from engine.domain import models
+
+    ep = args.action == "all-to-all"
+    drop = (("--bytes", args.bytes, "--tokens x top_k x hidden x --act-bytes"), ("--tp", args.tp, "--ranks is the EP group")) if ep else (
+        ("--bytes", args.bytes, "--tokens x hidden x --act-bytes"), ("--ranks", args.ranks, "--tp"))
+    for option, given, instead in drop:
+        if given is not None:
+            raise InputError(option, f"does not apply with --model here ({instead}); drop {option}")
+    if args.op != ("alltoall" if ep else "allreduce"):
+        raise InputError("--model", "sizes the Megatron TP all-reduce (`ring|tree --op allreduce --model ID --tokens N --tp T`) "
+                                    "or the MoE all-to-all (`all-to-all --op alltoall --model ID --tokens N --ranks E`)")
+    checks = [("--tokens", args.tokens, 1, "tokens in the batch, e.g. 8192"), ("--ranks" if ep else "--tp", args.ranks if ep else args.tp, 2, "the EP group size, e.g. 64" if ep else "the TP group size, e.g. 8")]
+    for option, value, low, example in checks:
+        if value is None:
+            raise InputError(option, f"is needed with --model ({example})")
+        if not low <= value <= (collective.MAX_RANKS if option != "--tokens" else value):
+            top = f" to {collective.MAX_RANKS}" if option != "--tokens" else ""
+            raise InputError(option, f"expected a whole number {'from ' + str(low) + top if top else '>= ' + str(low)}, got {value}" + (" (schedules list every transfer)" if top else ""))
+    try:
+        record = models.find(models.load_models(root), args.model)
+    except InputError as exc:
+        raise InputError("--model", exc.message) from None
+    cfg, moe = record["config"], record["derived"].get("moe")
+    if ep and not moe:
+        raise InputError("--model", f"{record['id']} has no routed experts (a dense model); the MoE all-to-all needs a MoE model, e.g. deepseek-v3")
+    src = record.get("source", {})
+    where = f"{src.get('repo', record['id'])}@{str(src.get('revision', ''))[:8]}".rstrip("@")
+    act = quantity("--act-bytes", args.act_bytes, "B") if args.act_bytes is not None else 2.0
+    if act <= 0:
+        raise InputError("--act-bytes", f"expected a number of bytes > 0, got {act:g}")
+    out = {"id": record["id"], "hidden": cfg["hidden_size"], "layers": cfg["num_hidden_layers"], "bytes_act": act,
+           "source": f"config hidden_size, num_hidden_layers ({where})"}
+    if ep:
+        out.update(top_k=moe["experts_per_token"], moe_layers=cfg["num_hidden_layers"] - moe.get("dense_first_layers", 0),
+                   source=f"config hidden_size, num_hidden_layers, num_experts_per_tok, dense first layers ({where})")
+    return out
+
+
+def setup_from(args, module, model: dict | None = None) -> collective.Setup:
     if args.show_rounds < 0:
         raise InputError("--show-rounds", f"expected a whole number >= 0, got {args.show_rounds}")
     latency, latency_source = collective.default_latency(module)
@@ -39,8 +91,20 @@ def setup_from(args, module) -> collective.Setup:
     routing, matrix = args.routing, None
     if args.action == "all-to-all" and not _named_pattern(routing):
         matrix = read_matrix(routing)
-    return collective.Setup(args.action, args.op, args.ranks, quantity("--bytes", args.bytes, "B"), bandwidth,
-                            latency, latency_source, routing, matrix)
+    if model is not None and args.action == "all-to-all":
+        from engine.domain import collective_model
+
+        ranks, msg_bytes = args.ranks, collective_model.ep_send_bytes(args.tokens, model["top_k"], model["hidden"], model["bytes_act"])
+    elif model is not None:
+        from engine.domain import collective_model
+
+        ranks, msg_bytes = args.tp, collective_model.tp_message_bytes(module, args.tokens, model["hidden"], model["bytes_act"])
+    else:
+        for option, given in (("--ranks", args.ranks), ("--bytes", args.bytes)):
+            if given is None:
+                raise InputError(option, "is needed (or --model ID with --tokens N and --tp T for a model's TP all-reduce)")
+        ranks, msg_bytes = args.ranks, quantity("--bytes", args.bytes, "B")
+    return collective.Setup(args.action, args.op, ranks, msg_bytes, bandwidth, latency, latency_source, routing, matrix)
 
 
 def quantity(option: str, text: str, unit: str) -> float:
@@ -97,6 +161,7 @@ def document(result: collective.CollectiveResult, md: bool, show_rounds: int) ->
     lines += _rounds_section(result, fmt, show_rounds)
     lines += _ranks_section(result, fmt)
     lines += _crossover_section(result, fmt)
+    lines += _tp_section(result, fmt)
     lines += ["", "### Assumptions" if md else "Assumptions:"] + [f"- {a}" for a in result.assumptions]
     if result.warnings:
         lines += ["", "### Warnings" if md else "Warnings:"] + [f"- {w}" for w in result.warnings]
@@ -155,3 +220,23 @@ def _crossover_section(result: collective.CollectiveResult, fmt: str) -> list[st
                  faster=r["faster"], note=r["note"]) for r in cross["table"]]
     cols = [("size", "M B"), ("friendly", ""), ("ring", "ring s"), ("tree", "tree s"), ("faster", "faster"), ("note", "")]
     return ["", f"### {head}" if fmt == "md" else head, "", cross["summary"], "", table(rows, cols, fmt)]
+
+
+def _tp_section(result: collective.CollectiveResult, fmt: str) -> list[str]:
+    b = result.model_budget
+    if b is None:
+        return []
+    ep = "ep" in b
+    group = f"EP = {b['ep']}" if ep else f"TP = {b['tp']}"
+    head = f"{'MoE all-to-all' if ep else 'TP'} budget of {b['model']} at {group}, {b['tokens']} tokens, {number(b['bytes_act'])} B per activation"
+    named = ((("send buffer per dispatch", b["msg_bytes"]), ("bytes leaving a rank per phase", b["phase_bytes"]),
+              ("all-to-alls per forward (2 x MoE layers)", b["alltoalls_per_forward"]), ("time per all-to-all", b["time_per_alltoall"]))
+             if ep else (("message per all-reduce", b["msg_bytes"]), ("all-reduces per forward (2L)", b["allreduces_per_forward"]),
+                         ("time per all-reduce", b["time_per_allreduce"])))
+    named += ((("EP" if ep else "TP") + " time per forward", b["time_per_forward"]),)
+    rows = [dict(name=name, value=number(o["value"]), unit=o["unit"], friendly=friendly(o["value"], o["unit"]), source=o["from"])
+            for name, o in named if o is not None]
+    shape = f"hidden {b['hidden']}, {b['layers']} layers" + (f" ({b['moe_layers']} MoE), top-{b['top_k']}" if ep else "")
+    return (["", f"### {head}" if fmt == "md" else head, "", f"{shape}: {b['source']}", "",
+             table(rows, [("name", ""), ("value", "value"), ("unit", "unit"), ("friendly", ""), ("source", "from")], fmt), ""]
+            + [f"- {a}" for a in b["assumptions"]])

@@ -31,6 +31,7 @@ def forward(args) -> int:
     result = ledger.forward_record(
         catalog.model(args.model), catalog.templates, args.tokens, args.batch, args.history, args.output_head,
         routing_of(args.routing), args.weight_bytes, args.kv_bytes, args.tp, compiled.load(root),
+        attention=getattr(args, "attention", "flash"), reports=reports_of(args), quantised=quantised_of(args),
     )
     emit(render(result, args.format))
     return 0
@@ -42,9 +43,44 @@ def generate(args) -> int:
     result = ledger.generate_record(
         catalog.model(args.model), catalog.templates, args.history, args.steps, args.batch,
         routing_of(args.routing), args.weight_bytes, args.kv_bytes, args.tp, compiled.load(root),
+        attention=getattr(args, "attention", "flash"), reports=reports_of(args), quantised=quantised_of(args),
     )
     emit(render(result, args.format))
     return 0
+
+
+# switch -> Ledger.extra report it adds (issue 13); --training is forward's only
+SWITCHES = {"--training": "training", "--active-params": "active_parameters", "--residency": "residency",
+            "--routing-counts": "routing_counts"}
+
+
+def reports_of(args) -> tuple:
+    return tuple(name for name in ledger.REPORTS if getattr(args, name, False))
+
+
+def quantised_of(args) -> dict | None:
+    fmt = getattr(args, "quantized", None)
+    if fmt is None:
+        return None
+    return {"format": fmt, "scope": getattr(args, "quant_scope", "linear"), "group_size": getattr(args, "quant_group_size", 128)}
+
+
+def add_report_options(p, verb: str) -> None:
+    """The issue-13 options of ``forward`` and ``generate`` (called by engine.cli.main's parser)."""
+    p.add_argument("--attention", choices=ledger.ATTENTIONS, default="flash",
+                   help="flash (fused, default: scores never reach memory) or eager (score and probability tensors materialised)")
+    if verb == "forward":
+        p.add_argument("--training", action="store_true",
+                       help="training FLOPs of this batch from the ledger (forward + 2x backward, causal cells) beside 6ND (F1)")
+    p.add_argument("--active-params", dest="active_parameters", action="store_true",
+                   help="parameters active per token: shared and dense weights plus top_k / E of the routed experts")
+    p.add_argument("--residency", action="store_true", help="bytes that must stay resident: weights + batch x context x KV bytes per token")
+    p.add_argument("--routing-counts", dest="routing_counts", action="store_true",
+                   help="tokens each routed expert receives, per MoE layer (from --routing)")
+    p.add_argument("--quantized", metavar="FORMAT", help="weight bytes with linear layers in a block-scaled format (FX650: nvfp4, mxfp4, "
+                   "mxfp6, mxfp8, int4_group, int8_group), scales counted apart, norms and embeddings in BF16")
+    p.add_argument("--quant-scope", default="linear", metavar="linear|experts", help="what --quantized stores quantised (default linear)")
+    p.add_argument("--quant-group-size", type=int, default=128, metavar="G", help="values per scale of an integer group format (default 128)")
 
 
 # option -> (attribute, type); the defaults repeat engine/cli/main.py's parser
@@ -52,7 +88,8 @@ _OPTIONS = {
     "--model": ("model", str), "--tokens": ("tokens", int), "--history": ("history", int), "--steps": ("steps", int),
     "--batch": ("batch", int), "--output-head": ("output_head", str), "--routing": ("routing", str),
     "--weight-bytes": ("weight_bytes", str), "--kv-bytes": ("kv_bytes", str), "--tp": ("tp", int),
-    "--format": ("format", str), "--root": ("root", str),
+    "--format": ("format", str), "--root": ("root", str), "--attention": ("attention", str),
+    "--quantized": ("quantized", str), "--quant-scope": ("quant_scope", str), "--quant-group-size": ("quant_group_size", int),
 }
 _REQUIRED = {"forward": ("model", "tokens"), "generate": ("model", "history", "steps")}
 
@@ -66,21 +103,27 @@ def fast_args(argv: list[str]):
     if not argv or argv[0] not in _REQUIRED:
         return None
     args = SimpleNamespace(verb=argv[0], batch=1, history=0, output_head="last", routing="balanced", weight_bytes="2",
-                           kv_bytes="2", tp=1, format="text", root=None, model=None, tokens=None, steps=None)
+                           kv_bytes="2", tp=1, format="text", root=None, model=None, tokens=None, steps=None, attention="flash",
+                           quantized=None, quant_scope="linear", quant_group_size=128,
+                           **{name: False for name in SWITCHES.values()})
     allowed = set(_OPTIONS) - ({"--steps"} if argv[0] == "forward" else {"--tokens", "--output-head"})
-    pairs = scan_options(argv[1:], allowed)
+    switches = set(SWITCHES) - (set() if argv[0] == "forward" else {"--training"})
+    pairs = scan_options(argv[1:], allowed, switches)
     if pairs is None:
         return None
     for name, value in pairs:
         if name is None:
             return None
+        if name in SWITCHES:
+            setattr(args, SWITCHES[name], True)
+            continue
         attr, kind = _OPTIONS[name]
         try:
             setattr(args, attr, kind(value))
         except ValueError:
             return None
     if any(getattr(args, k) is None for k in _REQUIRED[argv[0]]) or args.format not in ("text", "json", "md", "csv") \
-            or args.output_head not in ledger.OUTPUT_HEADS:
+            or args.output_head not in ledger.OUTPUT_HEADS or args.attention not in ledger.ATTENTIONS:
         return None
     return args
 
@@ -108,10 +151,13 @@ def render(result: ledger.Ledger, fmt: str) -> str:
         r["special_functions"] = ", ".join(f"{k} {number(v)}" for k, v in r["special_functions"].items())
     lines = [("## " if md else "") + headline(result), "", table(rows, COLUMNS, "md" if md else "text"), ""]
     lines.append("### Totals" if md else "Totals")
-    items = list(result.totals.items()) + [(k, v) for k, v in result.extra.items() if k != "steps"]
+    items = list(result.totals.items()) + [(k, v) for k, v in result.extra.items() if k != "steps" and not isinstance(v, dict)]
     lines += [_total(k, v, md) for k, v in items]
     if result.special_functions:
         lines.append(("- " if md else "  ") + "special functions: " + ", ".join(f"{k} {number(v)}" for k, v in result.special_functions.items()))
+    for name, report in result.extra.items():
+        if isinstance(report, dict):
+            lines += ["", ("### " if md else "") + REPORT_TITLES.get(name, name)] + _report(report, md)
     lines += ["", "### Formulas" if md else "Formulas", ("- " if md else "  ") + ", ".join(result.formulas)]
     lines += ["", "### Assumptions" if md else "Assumptions"] + [f"- {a}" for a in result.assumptions]
     if result.warnings:
@@ -127,6 +173,50 @@ def headline(result: ledger.Ledger) -> str:
         what = f"forward of {s['batch']} sequence(s) x {s['tokens']} new tokens over {s['history']} cached, output head {s['output_head']}"
     return (f"{result.model} ({result.template}): {what}; routing {s['routing']}; bytes per element: weights {number(s['weight_bytes'])}, "
             f"KV {number(s['kv_bytes'])}, activations {number(s['activation_bytes'])}; TP {s['tp']} (KV totals per GPU)")
+
+
+REPORT_TITLES = {"training": "Training FLOPs (ledger) beside 6ND", "active_parameters": "Active parameters per token",
+                 "residency": "Residency floor (weights + KV)", "routing_counts": "Routing counts per MoE layer",
+                 "eager_attention": "Eager attention: materialised scores",
+                 "quantised_storage": "Quantised storage (scales apart, norms BF16)"}
+_BYTES = ("bytes",)
+_PLAIN = ("tokens", "sequences", "sequence_length", "params", "parameters", "stored", "routed", "active", "shared", "experts", "top_k",
+          "layers", "assignments", "counts", "ratio", "over", "share", "elements", "first_moe_layer", "per_layer")
+
+
+def _report(report: dict, md: bool, indent: str = "  ") -> list[str]:
+    """One report as name = value lines; lists of histograms shortened, notes as prose."""
+    lead = "- " if md else indent
+    out = []
+    for k, v in report.items():
+        if k in ("notes", "note", "rule") or isinstance(v, str):
+            texts = v if isinstance(v, list) else [v]
+            out += [f"{lead}{k}: {text}" for text in texts]
+        elif isinstance(v, dict):
+            out.append(f"{lead}{k}:")
+            out += _report(v, md, indent + "  ")
+        elif isinstance(v, list):
+            out += [f"{lead}{k}[{i}]: " + _histogram(h) for i, h in enumerate(v)] if v and isinstance(v[0], dict) else \
+                   [f"{lead}{k} = {_short(v)}"]
+        elif v is None or isinstance(v, bool):
+            out.append(f"{lead}{k} = {v}")
+        else:
+            unit = "B" if any(w in k for w in _BYTES) else "" if any(w in k for w in _PLAIN) else "FLOP"
+            extra = friendly(v, unit) if unit else ""
+            out.append(f"{lead}{k} = {number(v)}{' ' + unit if unit else ''}" + (f"  ({extra})" if extra else ""))
+    return out
+
+
+def _histogram(h: dict) -> str:
+    layers = h["layers"]
+    where = f"layer {layers[0]}" if len(layers) == 1 else f"layers {layers[0]}-{layers[-1]}"
+    return (f"{where}: {h['experts_used']} experts used, tokens per expert max {h['max_tokens_per_expert']}, min {h['min_tokens_per_expert']}, "
+            f"mean {number(h['mean_tokens_per_expert'])} (max/mean {number(h['max_over_mean'])}); counts {_short(h['counts'])}")
+
+
+def _short(values: list) -> str:
+    text = ", ".join(str(x) for x in values[:16])
+    return f"[{text}{', ...' if len(values) > 16 else ''}] ({len(values)})" if len(values) > 16 else f"[{text}]"
 
 
 def _total(name: str, value, md: bool) -> str:

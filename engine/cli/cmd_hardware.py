@@ -1,4 +1,4 @@
-"""``aiinfra hardware list`` and ``aiinfra hardware show ID``."""
+"""``aiinfra hardware list``, ``aiinfra hardware show ID`` and ``aiinfra hardware audit``."""
 
 from __future__ import annotations
 
@@ -112,3 +112,27 @@ def _link(link: dict) -> str:
 
 def _ratio(low: float, high: float) -> str:
     return f"{low:.0%}" if low == high else f"{low:.0%}-{high:.0%}"
+
+
+AUDIT_COLUMNS = [("id", "id"), ("vendor", "vendor"), ("missing", "missing"), ("peaks", "no dense peak"), ("fields", "absent fields"),
+                 ("sources", "source gaps"), ("sparse", "no sparse figure")]
+
+
+def audit(args) -> int:
+    """One row per device: the precisions, optional fields and source details its record does not state."""
+    k = _devices_of(args)
+    found = [hardware.audit(record) for record in k.hardware.values()]
+    rows = [dict(id=a.id, vendor=a.vendor, missing=a.count, peaks=list(a.peaks), fields=list(a.fields), sources=list(a.sources),
+                 sparse=list(a.sparse)) for a in sorted(found, key=lambda a: (a.vendor, a.id))]
+    if args.format == "json":
+        emit(to_json({"audited_precisions": list(hardware.AUDIT_PRECISIONS), "audited_fields": dict(hardware.AUDIT_FIELDS),
+                         "sparse_rules": hardware.SPARSE_RULES, "devices": rows}))
+        return 0
+    text = table(rows, AUDIT_COLUMNS, args.format)
+    if args.format in ("text", "md"):
+        text += ("\n\n" "missing counts dense peaks, fields and source gaps; an absent precision may be one the chip has no path for "
+                 "(no FP8 on A100). Precisions audited: " + ", ".join(hardware.AUDIT_PRECISIONS) + ". Fields: "
+                 + "; ".join(f"{path} ({what})" for path, what in hardware.AUDIT_FIELDS) + ".\n\nStructured sparsity by vendor: "
+                 + "; ".join(f"{vendor}: {rule}" for vendor, rule in hardware.SPARSE_RULES.items()) + ".")
+    emit(text)
+    return 0

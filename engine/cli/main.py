@@ -27,6 +27,7 @@ HANDLERS = {
     ("model", "import"): "engine.cli.cmd_model:import_",
     ("hardware", "list"): "engine.cli.cmd_hardware:list_",
     ("hardware", "show"): "engine.cli.cmd_hardware:show",
+    ("hardware", "audit"): "engine.cli.cmd_hardware:audit",
     ("roofline",): "engine.cli.cmd_roofline:run",
     ("forward",): "engine.cli.cmd_forward:forward",
     ("generate",): "engine.cli.cmd_forward:generate",
@@ -125,6 +126,12 @@ def build_parser(argv: list[str] | None = None):
     _shared(top, True)
     verbs = top.add_subparsers(dest="verb", metavar="COMMAND", parser_class=Parser)
     verbs.required = True
+    plugin = _plugin_of(argv)
+    if plugin is not None:  # `aiinfra tree ...` etc.: that verb's parsers alone answer (the same prog, help and errors)
+        import importlib
+
+        importlib.import_module(plugin).add_parsers(verbs, Parser, _shared)
+        return top
 
     p = verbs.add_parser("check", help="check every record, reference, unit and worked example", description="Load the knowledge root and run every integrity rule; print every violation. Exit 0 when clean, 1 with violations.")
     _shared(p, False)
@@ -174,7 +181,21 @@ def build_parser(argv: list[str] | None = None):
 # Commands whose parsers live beside their handlers: each module's ``add_parsers(verbs, Parser,
 # shared)`` adds its subcommands and sets ``handler="module:function"`` with set_defaults.
 # A module is imported only to build the parser; keep its top-level imports light.
-PLUGINS = ("engine.cli.cmd_tree", "engine.cli.cmd_path", "engine.cli.cmd_arch", "engine.cli.cmd_site")
+# Keyed by the verb each module adds (its first word on the command line).
+PLUGIN_VERBS = {"tree": "engine.cli.cmd_tree", "path": "engine.cli.cmd_path", "arch": "engine.cli.cmd_arch", "site": "engine.cli.cmd_site",
+                "state": "engine.cli.cmd_state", "plan": "engine.cli.cmd_plan"}
+PLUGINS = tuple(PLUGIN_VERBS.values())
+
+
+def _plugin_of(argv: list[str] | None) -> str | None:
+    """The plugin module when ``argv`` starts with a plugin's verb: the parser then needs only
+    that verb's subcommands (top-level options before the verb take the full parser)."""
+    if not argv or argv[0] not in PLUGIN_VERBS:
+        return None
+    import importlib.util
+
+    name = PLUGIN_VERBS[argv[0]]
+    return name if importlib.util.find_spec(name) is not None else None
 
 
 def _plugins(verbs, Parser) -> None:
@@ -290,6 +311,8 @@ def _models_and_hardware(verbs, Parser, raw, memory_figures: str | None = None) 
                           description="Show every peak record of a device with precision, accumulator, execution unit, sparsity and source, and its memory: nominal, in GiB and driver-reported usable where recorded.")
     p.add_argument("id", metavar="ID", help="device id, e.g. h100-sxm or hw:h100-sxm")
     _shared(p, False)
+    p = hverbs.add_parser("audit", help="the fields each device record lacks", description="One row per device: precisions with no dense peak, absent optional fields (driver-reported memory, interconnect, host link, TDP, measured ratios), sources without a URL or year, and dense matrix precisions with no structured-sparse figure.")
+    _shared(p, False)
 
     p = verbs.add_parser("roofline", help="time bound and bottleneck on a device", description="Roofline bound on a device: time = max(FLOPs / peak, bytes / bandwidth), the bottleneck, arithmetic intensity and ridge point. With --model, every operator of the forward ledger and the total.",
                          formatter_class=raw)
@@ -324,6 +347,7 @@ def _models_and_hardware(verbs, Parser, raw, memory_figures: str | None = None) 
         p.add_argument("--weight-bytes", default="2", metavar="P", help="bytes per weight element (default 2)")
         p.add_argument("--kv-bytes", default="2", metavar="P", help="bytes per cached element (default 2)")
         p.add_argument("--tp", type=int, default=1, metavar="N", help="tensor-parallel degree for per-GPU KV bytes (default 1)")
+        __import__("engine.cli.cmd_forward", fromlist=["add_report_options"]).add_report_options(p, verb)  # issue 13 options
         _shared(p, False)
 
     coll = verbs.add_parser("collective", help="round-by-round collective schedules", description="Round-by-round schedule of a collective: who sends which chunk to whom, per-rank bytes, total network bytes, critical-path steps and the alpha-beta time.")
@@ -331,9 +355,13 @@ def _models_and_hardware(verbs, Parser, raw, memory_figures: str | None = None) 
     cverbs.required = True
     for algo, help_ in (("ring", "ring algorithm"), ("tree", "unsegmented binomial tree: reduce to rank 0, then broadcast"), ("all-to-all", "pairwise all-to-all from a source x destination matrix")):
         p = cverbs.add_parser(algo, help=help_, description=help_)
-        p.add_argument("--op", required=True, choices=("allreduce", "allgather", "reducescatter", "alltoall"), help="the collective")
-        p.add_argument("--ranks", type=int, required=True, metavar="P", help="number of ranks")
-        p.add_argument("--bytes", required=True, metavar="M", help="message size per rank (units accepted: 1GB, 256MiB)")
+        p.add_argument("--op", required=True, choices=("allreduce", "allgather", "reducescatter", "alltoall", "sendrecv"), help="the collective")
+        p.add_argument("--ranks", type=int, metavar="P", help="number of ranks (with --model: --tp for ring/tree, the EP group for all-to-all)")
+        p.add_argument("--bytes", metavar="M", help="message size per rank (units accepted: 1GB, 256MiB); --model computes it")
+        p.add_argument("--model", metavar="ID", help="TP all-reduce of a model: message = --tokens x hidden x --act-bytes, 2L per forward")
+        p.add_argument("--tokens", type=int, metavar="N", help="tokens in the batch (with --model)")
+        p.add_argument("--tp", type=int, metavar="T", help="tensor-parallel group size = ranks (with --model)")
+        p.add_argument("--act-bytes", metavar="P", help="bytes per activation element (with --model; default 2, BF16)")
         p.add_argument("--bandwidth", metavar="B", help="per-link bandwidth, e.g. 50GB/s")
         p.add_argument("--latency", metavar="A", help="per-step latency, e.g. 20us")
         p.add_argument("--routing", default="balanced", metavar="balanced|hotspot|FILE", help="all-to-all traffic: balanced, hotspot, or a matrix.json")

@@ -12,7 +12,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from fractions import Fraction
 
@@ -179,24 +179,96 @@ def time_budget(seconds: float):
             signal.setitimer(signal.ITIMER_REAL, max(outer - (time.monotonic() - start), 1e-3))
 
 
-def monotonicity(expr: sp.Expr, symbol: sp.Symbol, seconds: float | None = None) -> str | None:
+# bounded domains: (lower end, whether the upper end is 1); the others are half-lines SymPy's
+# sign assumptions already describe
+_BOUNDED = {"fraction": (0, True), "fraction_below_one": (0, True), "positive_fraction": (0, True),
+            "ge_one": (1, False), "ge_two_integer": (2, False)}
+
+
+def _reparametrised(expr: sp.Expr, domains: Mapping[sp.Symbol, str]) -> tuple[sp.Expr, dict]:
+    """``expr`` with each bounded symbol written as an increasing function of a fresh u >= 0:
+    x = u/(1+u) on [0, 1) and x = lo + u on [lo, oo). SymPy's assumptions cannot say x <= 1 or
+    x >= 1, but they can say u >= 0, so 1 - x = 1/(1+u) is seen positive and x - 1 = u
+    nonnegative. The map is increasing, so a direction in u is the direction in x (the closed
+    end x = 1 of ``fraction`` follows by continuity)."""
+    fresh, subs = _substitution({x: d for x, d in domains.items() if x in expr.free_symbols})
+    return (expr.xreplace(subs), fresh) if subs else (expr, fresh)
+
+
+def _substitution(domains: Mapping[sp.Symbol, str]) -> tuple[dict, dict]:
+    """(x -> u, x -> its expression in u) for the bounded symbols of ``domains``."""
+    fresh, subs = {}, {}
+    for x, domain in domains.items():
+        if domain not in _BOUNDED:
+            continue
+        low, unit = _BOUNDED[domain]
+        positive = domain == "positive_fraction"
+        u = sp.Dummy(f"u_{x.name}", positive=True) if positive else sp.Dummy(f"u_{x.name}", nonnegative=True, integer=bool(x.is_integer))
+        subs[x] = u / (1 + u) if unit else low + u
+        fresh[x] = u
+    return fresh, subs
+
+
+def monotonicity(expr: sp.Expr, symbol: sp.Symbol, seconds: float | None = None,
+                 domains: Mapping[sp.Symbol, str] | None = None,
+                 ordered: Sequence[tuple[sp.Symbol, sp.Symbol]] = ()) -> str | None:
     """'increasing', 'decreasing' or 'constant' in ``symbol`` over the symbols' domains; None if unknown.
 
-    ceiling and floor are non-decreasing, so they are replaced by their argument before
-    differentiating; the derivative's sign comes from the symbols' assumptions. SymPy gets
-    ``seconds`` (default MONOTONICITY_SECONDS); past that the answer is None (unknown, so
-    callers sample) and one line says so on stderr.
+    ``domains`` (symbol -> domain name) adds the upper and lower ends the assumptions cannot
+    carry (see :func:`_reparametrised`). The direction is first composed from the expression's
+    structure (sums, products of positive factors, powers, exp/log, ceiling/floor, Min/Max);
+    failing that, ceiling and floor are replaced by their argument before differentiating and
+    the derivative's sign comes from the symbols' assumptions. ``ordered`` pairs (a, b) say
+    a > b: signs are then read with a = b + v, v > 0 (a sign is a property of each point, so
+    this holds wherever a > b; callers use the answer only where it does). SymPy gets ``seconds`` (default
+    MONOTONICITY_SECONDS); past that the answer is None (unknown, so callers sample) and one
+    line says so on stderr.
     """
     budget = MONOTONICITY_SECONDS if seconds is None else seconds
     try:
         with time_budget(budget):
-            return _monotonicity(expr, symbol)
+            # the other symbols' ends first: the structure is read in the symbol itself
+            others = {s: d for s, d in (domains or {}).items() if s != symbol and s in expr.free_symbols}
+            _, moved = _substitution(others)
+            expr = expr.xreplace(moved) if moved else expr
+            mine = {symbol: domains[symbol]} if domains and symbol in domains else {}
+            fresh, ends = _substitution(mine)
+            ends.update(_orderings(ordered, moved, ends))
+            structural = _structural(expr, symbol, ends)
+            if structural is not None:
+                return structural
+            # the derivative needs the symbol's own ends too
+            own, target = (expr.xreplace(ends_of(mine, fresh)), fresh[symbol]) if fresh else (expr, symbol)
+            checks = _orderings(ordered, {**moved, **ends_of(mine, fresh)}, {})
+            return _monotonicity(own, target, checks)
     except _OutOfTime:
         log.warning("monotonicity of %s in %s could not be decided within %g s; treated as unknown", _short(sp.sstr(expr)), symbol, budget)
         return None
 
 
-def _monotonicity(expr: sp.Expr, symbol: sp.Symbol) -> str | None:
+def ends_of(domains: Mapping[sp.Symbol, str], fresh: dict) -> dict:
+    """x -> its expression in the fresh u of :func:`_substitution`."""
+    return _substitution(domains)[1] if not fresh else {x: _through(x, domains[x], u) for x, u in fresh.items()}
+
+
+def _through(x: sp.Symbol, domain: str, u: sp.Symbol) -> sp.Expr:
+    low, unit = _BOUNDED[domain]
+    return u / (1 + u) if unit else low + u
+
+
+def _orderings(ordered, moved: dict, ends: dict) -> dict:
+    """a -> b + v (v > 0) for each ordered pair, b as it appears after ``moved``; a pair whose
+    a has itself been reparametrised is skipped (its ends already say more than nothing)."""
+    out = {}
+    for a, b in ordered:
+        if a in moved or a in ends or a in out:
+            continue
+        v = sp.Dummy(f"gap_{a.name}", positive=True)
+        out[a] = moved.get(b, b) + v
+    return out
+
+
+def _monotonicity(expr: sp.Expr, symbol: sp.Symbol, checks: dict | None = None) -> str | None:
     if symbol not in expr.free_symbols:
         return "constant"
     steps = [a for a in expr.atoms(sp.ceiling, sp.floor) if symbol in a.free_symbols]
@@ -208,12 +280,92 @@ def _monotonicity(expr: sp.Expr, symbol: sp.Symbol) -> str | None:
             return None
     smooth = expr.replace(sp.ceiling, lambda a: a).replace(sp.floor, lambda a: a)
     if smooth.has(sp.Piecewise, sp.Abs, sp.Min, sp.Max):
-        return _monotone_by_parts(smooth, symbol)
+        return _monotone_by_parts(smooth, symbol, checks)
     try:
         derivative = sp.diff(smooth, symbol)
     except Exception:  # pragma: no cover - sympy edge cases
         return None
-    return _sign(derivative)
+    return _sign(derivative.xreplace(checks) if checks else derivative)
+
+
+_FLIPPED = {"increasing": "decreasing", "decreasing": "increasing", "constant": "constant"}
+
+
+def _same(directions) -> str | None:
+    """One direction of several (constants aside); None when any is unknown or two disagree."""
+    found = set()
+    for d in directions:
+        if d is None:
+            return None
+        found.add(d)
+    found.discard("constant")
+    return found.pop() if len(found) == 1 else ("constant" if not found else None)
+
+
+def _structural(e: sp.Expr, x: sp.Symbol, ends: dict | None = None) -> str | None:
+    """The direction of ``e`` in ``x`` composed from its parts, or None when the parts do not
+    decide it (weak monotonicity: "increasing" means never decreasing). Sound by construction:
+    a sum of functions moving one way moves that way; a product of positive factors that move
+    one way (or stay constant) moves that way, a negative constant factor flips it; b**p with a
+    constant exponent follows b (b > 0) or its flip (p < 0); exp, log, ceiling, floor, Min and
+    Max are non-decreasing in their arguments. ``ends`` (x -> its increasing reparametrisation)
+    lets the sign of a factor such as 1 - x be read over x's own domain."""
+    if x not in e.free_symbols:
+        return "constant"
+    if e == x:
+        return "increasing"
+    if isinstance(e, sp.Add):
+        return _same(_structural(a, x, ends) for a in e.args)
+    if isinstance(e, sp.Mul):
+        fixed = sp.Mul(*[a for a in e.args if x not in a.free_symbols])
+        varying = [a for a in e.args if x in a.free_symbols]
+        # a factor that is >= 0 (or <= 0) keeps (or flips) the direction weakly; several varying
+        # factors must each be >= 0: f(y)g(y) - f(x)g(x) = f(y)(g(y) - g(x)) + g(x)(f(y) - f(x))
+        sign = 1 if _nonnegative(fixed, ends) else (-1 if _nonnegative(-fixed, ends) else 0)
+        if sign == 0 or (len(varying) > 1 and not all(_nonnegative(a, ends) for a in varying)):
+            return None
+        d = _same(_structural(a, x, ends) for a in varying)
+        return d if d is None or sign > 0 else _FLIPPED[d]
+    if isinstance(e, sp.Pow):
+        base, power = e.args
+        if x not in power.free_symbols:
+            if not _positive(base, ends) or not (power.is_positive or power.is_negative):
+                return None
+            d = _structural(base, x, ends)
+            return d if d is None or power.is_positive else _FLIPPED[d]
+        if x not in base.free_symbols and _positive(base, ends):
+            if (base - 1).is_positive:
+                return _structural(power, x, ends)
+            if (1 - base).is_positive:
+                d = _structural(power, x, ends)
+                return None if d is None else _FLIPPED[d]
+        return None
+    if isinstance(e, sp.log) and isinstance(e.args[0], sp.Mul):
+        varying = [a for a in e.args[0].args if x in a.free_symbols]
+        if all(_positive(a, ends) for a in varying):
+            # log is real only where its argument is positive, so there the constant factor is
+            # positive too, and log(c * g * h) = log(c) + log(g) + log(h)
+            return _same(_structural(a, x, ends) for a in varying)
+    if isinstance(e, sp.exp | sp.log | sp.ceiling | sp.floor) and len(e.args) == 1:
+        return _structural(e.args[0], x, ends)
+    if isinstance(e, sp.Min | sp.Max):
+        return _same(_structural(a, x, ends) for a in e.args)
+    if isinstance(e, sp.Piecewise) and len(e.args) == 2 and e.args[1].cond == sp.true:
+        # an indicator: (c1 where lhs <= rhs, else c0) with numbers c1 > c0 rises with rhs - lhs
+        (high, cond), (low, _) = e.args
+        if high.is_number and low.is_number and isinstance(cond, sp.Le | sp.Lt | sp.Ge | sp.Gt) and high != low:
+            gap = cond.rhs - cond.lhs if isinstance(cond, sp.Le | sp.Lt) else cond.lhs - cond.rhs
+            d = _structural(gap, x, ends)
+            return d if d is None or bool(high > low) else _FLIPPED[d]
+    return None
+
+
+def _positive(e: sp.Expr, ends: dict | None) -> bool:
+    return bool(e.is_positive or (ends and e.xreplace(ends).is_positive))
+
+
+def _nonnegative(e: sp.Expr, ends: dict | None) -> bool:
+    return bool(e.is_nonnegative or (ends and e.xreplace(ends).is_nonnegative))
 
 
 def _sign(derivative: sp.Expr) -> str | None:
@@ -223,7 +375,9 @@ def _sign(derivative: sp.Expr) -> str | None:
         return "increasing"
     if derivative.is_nonpositive:
         return "decreasing"
-    simplified = sp.simplify(derivative)
+    # one fraction, factored: the sign of each factor is then read from the assumptions (found
+    # every direction sp.simplify found on the formula set, in half the time)
+    simplified = sp.factor(sp.together(derivative))
     if simplified.is_nonnegative:
         return "increasing"
     if simplified.is_nonpositive:
@@ -231,18 +385,18 @@ def _sign(derivative: sp.Expr) -> str | None:
     return None
 
 
-def _monotone_by_parts(expr: sp.Expr, symbol: sp.Symbol) -> str | None:
+def _monotone_by_parts(expr: sp.Expr, symbol: sp.Symbol, checks: dict | None = None) -> str | None:
     """Min and Max of functions monotone the same way are monotone that way."""
     if isinstance(expr, sp.Min | sp.Max):
-        directions = {_monotonicity(a, symbol) for a in expr.args} - {"constant"}
+        directions = {_monotonicity(a, symbol, checks) for a in expr.args} - {"constant"}
         return directions.pop() if len(directions) == 1 else (None if directions else "constant")
     if isinstance(expr, sp.Mul | sp.Add):
         # a positive constant factor or added constant keeps the direction of the rest
         varying = [a for a in expr.args if symbol in a.free_symbols]
         fixed = [a for a in expr.args if symbol not in a.free_symbols]
-        if len(varying) == 1 and (isinstance(expr, sp.Add) or all(f.is_positive for f in fixed)):
-            return _monotonicity(varying[0], symbol)
-        if len(varying) == 1 and isinstance(expr, sp.Mul) and all(f.is_negative for f in fixed) and len(fixed) == 1:
-            inner = _monotonicity(varying[0], symbol)
+        if len(varying) == 1 and (isinstance(expr, sp.Add) or all(_positive(f, checks) for f in fixed)):
+            return _monotonicity(varying[0], symbol, checks)
+        if len(varying) == 1 and isinstance(expr, sp.Mul) and all(f.is_negative or (checks and f.xreplace(checks).is_negative) for f in fixed) and len(fixed) == 1:
+            inner = _monotonicity(varying[0], symbol, checks)
             return {"increasing": "decreasing", "decreasing": "increasing"}.get(inner or "", inner)
     return None

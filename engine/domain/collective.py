@@ -19,12 +19,19 @@ Three algorithms, each a list of lock-step rounds of point-to-point transfers:
   JSON file scaled by one factor so that an average rank's buffer (row sum) is M; diagonal
   entries stay local.
 
-Without a bandwidth there are bytes and steps but no times. For allreduce the result also
+Ring also runs ``sendrecv`` (nccl-tests sendrecv_perf, src/sendrecv.cu @f476f4a1): one grouped
+round in which rank r sends its whole buffer to r + 1 and receives from r − 1; busbw = algbw.
+
+Without a bandwidth there are bytes and steps but no times. With one, the time is also given as
+its two alpha-beta terms apart: FX700 steps × α and FX701 bytes / β. For allreduce the result also
 carries the ring vs tree crossover: the message size where their alpha-beta times meet.
 
 Per-rank traffic and time come from the formula records, evaluated through the compiled
 module (FX1 collective_wire_bytes, FX50 ring_collective_time, FX51 alg_bandwidth, FX52
 bus_bandwidth); the simulated schedule must agree with them, and tests check that it does.
+
+engine.domain.collective_model adds a model's view (``--model``): the TP all-reduce budget and
+the MoE dispatch + combine all-to-all budget of one forward pass.
 """
 
 from __future__ import annotations
@@ -36,19 +43,21 @@ from engine.core.errors import InputError
 from engine.core.humanize import friendly, number
 from engine.numeric.evaluate import evaluate
 
-OPS = ("allreduce", "allgather", "reducescatter", "alltoall")
+OPS = ("allreduce", "allgather", "reducescatter", "alltoall", "sendrecv")
 ALGORITHMS = ("ring", "tree", "all-to-all")
 MAX_RANKS = 512  # schedules list every transfer (P² of them); FX1/FX50 alone cover larger groups
 HOTSPOT_FACTOR = 4.0
-FORMULAS = ("FX1", "FX50", "FX51", "FX52")
+FORMULAS = ("FX1", "FX50", "FX51", "FX52")  # the JSON "formulas" list, kept as it was; the α/β outputs name FX700/FX701 in "from"
+TERM_FORMULAS = ("FX700", "FX701")
 # the formula records name All-to-All ``all2all``; the command line says ``alltoall``
-_SELECTOR = {"allreduce": "allreduce", "allgather": "allgather", "reducescatter": "reducescatter", "alltoall": "all2all"}
-_ALGORITHM_OPS = {"ring": ("allreduce", "allgather", "reducescatter"), "tree": ("allreduce",), "all-to-all": ("alltoall",)}
+_SELECTOR = {"allreduce": "allreduce", "allgather": "allgather", "reducescatter": "reducescatter", "alltoall": "all2all", "sendrecv": "sendrecv"}
+_ALGORITHM_OPS = {"ring": ("allreduce", "allgather", "reducescatter", "sendrecv"), "tree": ("allreduce",), "all-to-all": ("alltoall",)}
 _REFUSALS = {
     ("ring", "alltoall"): "alltoall is not a ring collective (every rank needs a different block from every other); use `aiinfra collective all-to-all --op alltoall`",
     ("tree", "allgather"): "tree runs allreduce only (reduce to rank 0, then broadcast); use `aiinfra collective ring --op allgather`",
     ("tree", "reducescatter"): "tree runs allreduce only (reduce to rank 0, then broadcast); use `aiinfra collective ring --op reducescatter`",
     ("tree", "alltoall"): "tree runs allreduce only (reduce to rank 0, then broadcast); use `aiinfra collective all-to-all --op alltoall`",
+    ("tree", "sendrecv"): "tree runs allreduce only (reduce to rank 0, then broadcast); use `aiinfra collective ring --op sendrecv`",
 }
 
 # chunk: ring, the index c of the slice [c·M/P, (c+1)·M/P); tree, "all" (the whole message);
@@ -67,6 +76,8 @@ def ring_schedule(op: str, ranks: int, msg_bytes: float) -> list[Round]:
     far, and adds the chunk arriving from its left; after P − 1 steps rank r owns the fully
     reduced chunk r. All-gather step s: rank r forwards chunk (r − s) mod P, its own at s = 0.
     """
+    if op == "sendrecv":  # nccl-tests sendrecv_perf: one grouped send to r + 1 and receive from r − 1
+        return [Round("send-recv", 0, [Transfer(r, (r + 1) % ranks, "all", msg_bytes) for r in range(ranks)])]
     chunk = msg_bytes / ranks
     phases = {"allreduce": ("reduce-scatter", "all-gather"), "reducescatter": ("reduce-scatter",), "allgather": ("all-gather",)}[op]
     rounds = []
@@ -225,6 +236,18 @@ def formula_time(module, op: str, ranks: int, latency: float, wire: float, bandw
     return _value(module, "FX50", given)
 
 
+def alpha_beta_terms(module, algorithm: str, steps: int, latency: float, wire: float, msg_bytes: float, bandwidth: float) -> tuple[float, float]:
+    """FX700 steps × α and FX701 bytes / β: the two terms of the alpha-beta time, apart.
+
+    ``wire`` is the per-rank bytes of the ring (FX1) or the busiest rank's bytes of the
+    pairwise all-to-all; the tree sends the whole ``msg_bytes`` on each of its steps.
+    """
+    alpha = _value(module, "FX700", {"collective_steps": steps, "step_latency": latency})
+    given = {"collective_algorithm": "tree" if algorithm == "tree" else "ring", "collective_steps": steps,
+             "collective_wire_bytes": float(wire), "msg_bytes": float(msg_bytes), "eff_bandwidth": bandwidth}
+    return alpha, _value(module, "FX701", given)
+
+
 def bandwidths(module, op: str, ranks: int, msg_bytes: float, time: float) -> tuple[float, float]:
     """FX51 algbw = M / t and FX52 busbw = algbw × the nccl-tests factor of ``op``."""
     alg = _value(module, "FX51", {"msg_bytes": float(msg_bytes), "collective_time": time})
@@ -310,6 +333,10 @@ _ASSUMPTIONS = {
 }
 
 
+_SENDRECV = ("SendRecv as nccl-tests sendrecv_perf runs it (src/sendrecv.cu @f476f4a1): every rank sends its whole M-byte buffer to (r + 1) mod P "
+             "and receives M from (r − 1) mod P in one grouped step, so the time is one α plus M / β whatever P (FX50), and busbw = algbw (FX52).")
+
+
 def check_setup(s: Setup) -> None:
     """Refuse combinations and values the schedules cannot take; InputError names the option."""
     if s.algorithm not in ALGORITHMS:
@@ -341,7 +368,10 @@ class CollectiveResult:
         self.paces, self.round_times, self.sent, self.received = paces, round_times, sent, received
         self.matrix, self.crossover, self.warnings = matrix, crossover_, warnings
         self.assumptions = list(_ASSUMPTIONS[setup.algorithm])
-        self.chunks = _CHUNKS[setup.algorithm]
+        self.chunks = "all: each rank's whole M-byte buffer" if setup.op == "sendrecv" else _CHUNKS[setup.algorithm]
+        self.model_budget: dict | None = None  # set by engine.domain.collective_model for --model runs
+        if setup.op == "sendrecv":
+            self.assumptions = [_SENDRECV] + self.assumptions[2:]
 
     def round_rows(self, limit: int | None = None) -> list[dict]:
         n = len(self.rounds) if limit is None else min(limit, len(self.rounds))
@@ -363,11 +393,12 @@ class CollectiveResult:
             "formulas": list(FORMULAS),
             "assumptions": self.assumptions,
             "warnings": self.warnings,
-            "schedule": {"chunk_bytes": s.msg_bytes / s.ranks if s.algorithm == "ring" else None,
+            "schedule": {"chunk_bytes": s.msg_bytes / s.ranks if s.algorithm == "ring" and s.op != "sendrecv" else None,
                          "chunks": self.chunks, "rounds": self.round_rows()},
             "per_rank": self.rank_rows(),
             "traffic_matrix": self.matrix,
             "crossover": self.crossover,
+            "model_budget": self.model_budget,
         }
 
 
@@ -399,17 +430,21 @@ def run(s: Setup, module) -> CollectiveResult:
         warnings.append("no --bandwidth: times, algbw/busbw and the ring/tree crossover need one (e.g. --bandwidth 50GB/s)")
     else:
         round_times = [s.latency + b / s.bandwidth for b in paces]
-        warnings += _timed(s, module, outputs, sent, received, wire, sum(round_times, 0.0))
+        warnings += _timed(s, module, outputs, sent, received, wire, sum(round_times, 0.0), len(rounds))
     cross = None
     if s.op == "allreduce" and s.bandwidth is not None and s.ranks > 1:
         cross = crossover(module, s.ranks, s.latency, s.bandwidth, s.msg_bytes)
     return CollectiveResult(s, _inputs(s, routing_text), outputs, rounds, paces, round_times, sent, received, matrix, cross, warnings)
 
 
-def _timed(s: Setup, module, outputs: dict, sent, received, wire: float, simulated: float) -> list[str]:
-    """Add collective_time, schedule_time, algbw and busbw to ``outputs``; warn if FX50 and the schedule disagree."""
+def _timed(s: Setup, module, outputs: dict, sent, received, wire: float, simulated: float, steps: int) -> list[str]:
+    """Add collective_time, its α and β terms, schedule_time, algbw and busbw to ``outputs``; warn if FX50 and the schedule disagree."""
     time, source = _time(s, module, sent, received, wire, simulated)
     outputs["collective_time"] = _out(time, "s", source)
+    paced = max(max(sent), max(received)) if s.algorithm == "all-to-all" else wire
+    alpha, beta = alpha_beta_terms(module, s.algorithm, steps, s.latency, paced, s.msg_bytes, s.bandwidth)
+    outputs["collective_latency_time"] = _out(alpha, "s", "FX700")
+    outputs["collective_bandwidth_time"] = _out(beta, "s", "FX701")
     outputs["schedule_time"] = _out(simulated, "s", "schedule")
     if time > 0:
         alg, bus = bandwidths(module, s.op, s.ranks, s.msg_bytes, time)
@@ -445,7 +480,7 @@ def _time(s: Setup, module, sent, received, wire, simulated) -> tuple[float, str
 
 
 def _size_warnings(s: Setup) -> list[str]:
-    if s.algorithm == "ring" and s.ranks > 1 and not float(s.msg_bytes / s.ranks).is_integer():
+    if s.algorithm == "ring" and s.op != "sendrecv" and s.ranks > 1 and not float(s.msg_bytes / s.ranks).is_integer():
         return [f"M/P = {s.msg_bytes / s.ranks:.6g} B is not a whole number of bytes; libraries split such buffers unevenly, which this model averages"]
     return []
 
@@ -469,3 +504,4 @@ def _inputs(s: Setup, routing_text: str | None) -> dict:
 def _round_json(index: int, r: Round, pace: float, time: float | None) -> dict:
     return {"round": index + 1, "phase": r.phase, "step": r.step + 1, "bytes": pace, "time": time,
             "transfers": [{"src": t.src, "dst": t.dst, "chunk": t.chunk, "bytes": t.nbytes} for t in r.transfers]}
+

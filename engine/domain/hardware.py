@@ -204,11 +204,12 @@ def record_problems(record: dict) -> list[tuple[str, str]]:
     counted = device.counted_as
     if counted["per_package"] > 1 and not counted.get("package"):
         out.append(("counted_as.package", f"per_package is {counted['per_package']}; name the package the records share"))
-    link = device.interconnect or {}
-    if "per_direction" in link and "bidirectional" in link:
-        one, both = quantity(link["per_direction"], "B/s"), quantity(link["bidirectional"], "B/s")
-        if not math.isclose(both, 2 * one, rel_tol=_SPARSE_TOLERANCE):
-            out.append(("interconnect.bidirectional", f"{link['bidirectional']} is not twice per_direction {link['per_direction']}"))
+    for name in ("interconnect", "host_link"):
+        link = record.get(name) or {}
+        if "per_direction" in link and "bidirectional" in link:
+            one, both = quantity(link["per_direction"], "B/s"), quantity(link["bidirectional"], "B/s")
+            if not math.isclose(both, 2 * one, rel_tol=_SPARSE_TOLERANCE):
+                out.append((f"{name}.bidirectional", f"{link['bidirectional']} is not twice per_direction {link['per_direction']}"))
     stated = {p.precision for p in device.peaks}
     for i, m in enumerate(device.measured):
         if m.low > m.high:
@@ -224,9 +225,10 @@ def _quantities(record: dict):
     yield "memory.bandwidth", mem["bandwidth"], "B/s"
     for i, p in enumerate(record["peaks"]):
         yield f"peaks[{i}].value", p["value"], "FLOP/s"
-    for key in ("per_direction", "bidirectional", "unspecified_direction"):
-        if key in record.get("interconnect", {}):
-            yield f"interconnect.{key}", record["interconnect"][key], "B/s"
+    for link in ("interconnect", "host_link"):
+        for key in ("per_direction", "bidirectional", "unspecified_direction"):
+            if key in record.get(link, {}):
+                yield f"{link}.{key}", record[link][key], "B/s"
     if "tdp" in record:
         yield "tdp.value", record["tdp"]["value"], "W"
 
@@ -366,3 +368,75 @@ def format_problems(device: Device) -> list[tuple[str, str]]:
             if FORMATS.get(fmt) != p.precision:
                 out.append((f"peaks[{i}].formats", f"{fmt} has {FORMATS.get(fmt, 'no known')} elements, not {p.precision}"))
     return out
+
+
+# ---------------------------------------------------------------------------- audit
+
+# The precisions a record is audited for: the dense matrix paths training and serving use.
+# A missing one may mean the device has no such path (no FP8 on A100) rather than a gap;
+# the audit lists what the record does not state, not what the chip lacks.
+AUDIT_PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8")
+# optional fields, in the order they are reported, with what each one is
+AUDIT_FIELDS = (
+    ("memory.driver_total", "driver-reported usable memory"),
+    ("interconnect", "scale-up link bandwidth"),
+    ("host_link", "host link (PCIe) bandwidth"),
+    ("tdp", "power (TDP/TBP)"),
+    ("measured", "published achieved/peak ratios"),
+)
+_URL = ("http://", "https://")
+# How a structured-sparse peak relates to the dense one, per vendor as the shipped records state it
+# (checked by _sparse_pairs for every sparse_2_4 figure, whatever the vendor).
+SPARSE_RULES = {
+    "NVIDIA": "2:4 structured sparsity: sparse_2_4 = 2 x dense for every precision the datasheet pairs (the '*' figures)",
+    "AMD": "2:4 structured sparsity: sparse_2_4 = 2 x dense where the MI300/MI350 pages state a 'with structured sparsity' figure",
+    "AWS": "several N:M patterns (4:16 up to 1:2): recorded as sparse_structured, not tied to 2 x dense",
+    "Google": "no structured-sparse peak published for Cloud TPUs",
+    "Intel": "no structured-sparse peak in the Gaudi records",
+    "Huawei": "no structured-sparse peak in the Ascend records",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Audit:
+    """What one device record does not state: one row of ``aiinfra hardware audit``."""
+
+    id: str
+    vendor: str
+    peaks: tuple[str, ...]  # AUDIT_PRECISIONS with no dense peak
+    sparse: tuple[str, ...]  # dense matrix precisions (fp64 aside) with no structured-sparse figure; not counted: many vendors publish none
+    fields: tuple[str, ...]  # AUDIT_FIELDS paths absent
+    sources: tuple[str, ...]  # "sources[i]: no URL" / "sources[i]: no year"
+
+    @property
+    def count(self) -> int:
+        return len(self.peaks) + len(self.fields) + len(self.sources)
+
+
+def audit(record: dict) -> Audit:
+    """The fields a schema-checked hardware record lacks (:data:`AUDIT_PRECISIONS`, :data:`AUDIT_FIELDS`, sources)."""
+    import re
+
+    peaks = record["peaks"]
+    dense = {p["precision"] for p in peaks if p["sparsity"] == "dense"}
+    sparse = {p["precision"] for p in peaks if p["sparsity"] != "dense"}
+    matrix = {p["precision"] for p in peaks if p["sparsity"] == "dense" and p["unit"] in MATRIX_UNITS}
+    fields = [path for path, _ in AUDIT_FIELDS if not _present(record, path)]
+    sources = []
+    for i, text in enumerate(record["sources"]):
+        if not any(u in text for u in _URL):
+            sources.append(f"sources[{i}]: no URL")
+        if not re.search(r"(19|20)[0-9]{2}", text):
+            sources.append(f"sources[{i}]: no year")
+    return Audit(record["id"].split(":", 1)[1], record["vendor"], tuple(p for p in AUDIT_PRECISIONS if p not in dense),
+                 tuple(p for p in PRECISIONS if p in matrix and p not in sparse and p != "fp64"),
+                 tuple(fields), tuple(sources))
+
+
+def _present(record: dict, path: str) -> bool:
+    node = record
+    for key in path.split("."):
+        if not isinstance(node, dict) or not node.get(key):
+            return False
+        node = node[key]
+    return True

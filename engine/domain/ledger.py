@@ -25,6 +25,7 @@ from engine.domain.ledger_inputs import (  # noqa: F401  (OUTPUT_HEADS, ROUTINGS
     _show,
     _size,
     bind,
+    routing_counts,
 )
 from engine.domain.ledger_templates import (  # noqa: F401  (public through this module)
     COST_FIELDS,
@@ -35,6 +36,10 @@ from engine.domain.ledger_templates import (  # noqa: F401  (public through this
     load_root,
     template_problems,
 )
+
+ATTENTIONS = ("flash", "eager")  # --attention: fused (nothing materialised) or eager (scores and probabilities through memory)
+# the optional reports (--training, --active-params, --residency, --routing-counts), each one key of Ledger.extra
+REPORTS = ("training", "active_parameters", "residency", "routing_counts")
 
 # the public contract of Ledger.totals (issue 4): exactly these keys, in this order
 TOTAL_KEYS = (
@@ -92,7 +97,7 @@ class Ledger:
 class _Pass:
     """What one model and scenario fix before any history is chosen (shared by forward and generate)."""
 
-    def __init__(self, record, templates, batch, routing, weight_bytes, kv_bytes, tp, formulas):
+    def __init__(self, record, templates, batch, routing, weight_bytes, kv_bytes, tp, formulas, attention="flash"):
         from engine.core.paths import shipped_root
         from engine.numeric import compiled
 
@@ -101,6 +106,9 @@ class _Pass:
         self.formulas = formulas if formulas is not None else compiled.load(shipped_root())
         self.batch = _count(batch, "--batch", 1)
         self.tp = _count(tp, "--tp", 1)
+        if attention not in ATTENTIONS:
+            raise InputError("--attention", f"expected one of {', '.join(ATTENTIONS)}, got {attention!r}")
+        self.eager = int(attention == "eager")
         self.p_w, self.p_kv = _size(weight_bytes, "--weight-bytes"), _size(kv_bytes, "--kv-bytes")
         self.tid, self.meta = self.templates.for_family(record["derived"]["family"])
         values, self.notes = bind(record, self.tid, self.meta)
@@ -125,7 +133,8 @@ class _Pass:
     def raw(self, tokens: int, history: int, head_rows: int) -> tuple[tuple, float, str]:
         """The template's per-occurrence values, the experts used per MoE layer, and the routing's name."""
         used, label = _experts_used(self.routing, self.values, self.batch * tokens)
-        values = dict(self.values, B=self.batch, S=tokens, H=history, head_rows=head_rows, p_w=self.p_w, p_kv=self.p_kv, experts_used=used)
+        values = dict(self.values, B=self.batch, S=tokens, H=history, head_rows=head_rows, p_w=self.p_w, p_kv=self.p_kv, experts_used=used,
+                      eager=self.eager)
         return self.templates.run(self.meta, values), used, label
 
 
@@ -165,14 +174,18 @@ class _Kv:
 
 
 def forward_record(record: dict, operators, tokens: int, batch: int = 1, history: int = 0, output_head: str = "last",
-                   routing="balanced", weight_bytes=2.0, kv_bytes=2.0, tp: int = 1, formulas=None) -> Ledger:
+                   routing="balanced", weight_bytes=2.0, kv_bytes=2.0, tp: int = 1, formulas=None, attention: str = "flash",
+                   reports=(), quantised: dict | None = None) -> Ledger:
     """The ledger of one forward pass of ``record`` (a model record dict).
 
     ``operators``: Templates, or ``{id: template}`` as in ``Knowledge.operators``; ``routing``:
     balanced, concentrated, or a histogram (a list of E token counts, or one list per MoE
-    layer); ``formulas``: a compiled formula module (default: the shipped formulas).
+    layer); ``formulas``: a compiled formula module (default: the shipped formulas); ``attention``:
+    flash (fused) or eager (score tensors materialised); ``reports``: names from REPORTS, each
+    added to ``Ledger.extra`` (engine.domain.ledger_reports).
     """
-    ctx = _Pass(record, operators, batch, routing, weight_bytes, kv_bytes, tp, formulas)
+    ctx = _Pass(record, operators, batch, routing, weight_bytes, kv_bytes, tp, formulas, attention)
+    wanted = _reports_wanted(reports, REPORTS)
     tokens = _count(tokens, "--tokens", 1)
     history = _count(history, "--history", 0)
     if output_head not in OUTPUT_HEADS:
@@ -183,19 +196,24 @@ def forward_record(record: dict, operators, tokens: int, batch: int = 1, history
             for op, r in zip(ctx.meta["operators"], raw, strict=True) if r[0]]
     kv = (ctx.batch * ctx.kv.per_request(history), ctx.batch * ctx.kv.per_request(history + tokens), ctx.batch * tokens * ctx.kv.per_gpu)
     scenario = _scenario(ctx, tokens=tokens, history=history, output_head=output_head, head_rows=head_rows, routing=label)
-    return _ledger(ctx, rows, scenario, used, kv, history + tokens)
+    result = _ledger(ctx, rows, scenario, used, kv, history + tokens)
+    _add_reports(ctx, result, wanted, tokens, history, ctx.batch * tokens, quantised)
+    return result
 
 
 def generate_record(record: dict, operators, history: int, steps: int, batch: int = 1, routing="balanced",
-                    weight_bytes=2.0, kv_bytes=2.0, tp: int = 1, formulas=None) -> Ledger:
+                    weight_bytes=2.0, kv_bytes=2.0, tp: int = 1, formulas=None, attention: str = "flash", reports=(),
+                    quantised: dict | None = None) -> Ledger:
     """Totals over ``steps`` decode calls after a ``history``-token prompt (the prefill excluded).
 
     Call j (0-based) adds one token per sequence over history + j cached tokens and computes
     the output head for it. Every ledger number is piecewise affine in the history, so the
     sum is taken in closed form over stretches checked to be affine, term by term elsewhere.
-    Shapes are those of the first call.
+    Shapes are those of the first call. ``reports``: as for forward_record, less training (a
+    training step has no decode calls); routing counts are those of one call.
     """
-    ctx = _Pass(record, operators, batch, routing, weight_bytes, kv_bytes, tp, formulas)
+    ctx = _Pass(record, operators, batch, routing, weight_bytes, kv_bytes, tp, formulas, attention)
+    wanted = _reports_wanted(reports, REPORTS[1:])
     history = _count(history, "--history", 0)
     steps = _count(steps, "--steps", 1)
     first, used, label = ctx.raw(1, history, ctx.batch)
@@ -221,6 +239,7 @@ def generate_record(record: dict, operators, history: int, steps: int, batch: in
         "activation_read_bytes": _number(sum(r.activation_read_bytes for r in rows)),
         "activation_write_bytes": _number(sum(r.activation_write_bytes for r in rows)),
     })
+    _add_reports(ctx, ledger, wanted, 1, history, ctx.batch, quantised)
     return ledger
 
 
@@ -301,8 +320,37 @@ def _warnings(ctx: _Pass, totals: dict, context: int) -> list[str]:
 
 
 def _scenario(ctx: _Pass, **items) -> dict:
-    return {"batch": ctx.batch, **items, "weight_bytes": ctx.p_w, "kv_bytes": ctx.p_kv, "activation_bytes": ctx.values.get("p_act"),
-            "tp": ctx.tp, "kv_totals": f"KV totals are per GPU at tensor parallelism {ctx.tp}; rows are the whole model"}
+    out = {"batch": ctx.batch, **items, "weight_bytes": ctx.p_w, "kv_bytes": ctx.p_kv, "activation_bytes": ctx.values.get("p_act"),
+           "tp": ctx.tp, "kv_totals": f"KV totals are per GPU at tensor parallelism {ctx.tp}; rows are the whole model"}
+    if ctx.eager:  # only when asked, so the default scenario keeps its keys
+        out["attention"] = "eager"
+    return out
+
+
+def _reports_wanted(reports, allowed) -> tuple:
+    names = (reports,) if isinstance(reports, str) else tuple(reports)
+    for name in names:
+        if name not in allowed:
+            raise InputError("--" + str(name).replace("_", "-"), f"is not a report of this command (expected one of {', '.join(allowed)})")
+    return names
+
+
+def _add_reports(ctx: _Pass, result: Ledger, wanted: tuple, tokens: int, history: int, routed_tokens: int, quantised=None) -> None:
+    """The optional outputs, the eager-attention score tensor whenever attention is eager, and
+    quantised storage when ``quantised`` ({format, scope, group_size}) is given."""
+    if not wanted and not ctx.eager and not quantised:
+        return
+    from engine.domain import ledger_reports
+
+    if ctx.eager:
+        result.extra["eager_attention"] = ledger_reports.eager_attention(ctx, result, tokens, history)
+        result.assumptions = [a for a in result.assumptions if not a.startswith("Attention is")] + [ledger_reports.EAGER_ASSUMPTION]
+    for name in REPORTS:
+        if name in wanted:
+            result.extra[name] = getattr(ledger_reports, name)(ctx, result, tokens, history, routed_tokens)
+    if quantised:
+        result.extra["quantised_storage"] = ledger_reports.quantised_storage(ctx, result, quantised)
+    result.formulas = sorted(set(result.formulas) | set(result.extra.pop("_formulas", ())), key=_formula_order)
 
 
 def _formula_order(fid: str):

@@ -119,6 +119,41 @@ def _experts_used(routing, values: dict, routed_tokens: int) -> tuple[float, str
     return sum(used) / len(used), "histogram" if len(layers) == 1 else "per-layer histogram"
 
 
+def routing_counts(routing, values: dict, routed_tokens: int) -> dict:
+    """Token-to-expert assignment counts per MoE layer: what ``--routing-counts`` reports.
+
+    balanced: token i takes experts (i*k + j) mod E, so the T*k assignments run round the
+    experts in order and expert e gets floor(T*k / E), plus one when e < (T*k) mod E;
+    concentrated: experts 0..k-1 get every token; a histogram: its own counts (one list for
+    every MoE layer, or one per layer). Call after ``_experts_used`` has checked the routing.
+    """
+    experts, top_k = values.get("experts"), values.get("top_k")
+    if experts is None:
+        raise InputError("--routing-counts", "needs an MoE model; this model has no routed experts")
+    experts, top_k = int(experts), int(top_k)
+    dense = int(values.get("dense_layers", 0))
+    moe_layers = int(values["layers"]) - dense
+    assignments = routed_tokens * top_k
+    if routing == "balanced":
+        q, r = divmod(assignments, experts)
+        layers = [[q + (1 if e < r else 0) for e in range(experts)]]
+    elif routing == "concentrated":
+        layers = [[routed_tokens if e < top_k else 0 for e in range(experts)]]
+    else:
+        layers = routing if routing and all(isinstance(h, list) for h in routing) else [routing]
+    per_layer = len(layers) > 1
+    out = []
+    for i, counts in enumerate(layers):
+        mean = assignments / experts
+        top = max(counts)
+        out.append({"layers": [dense + i] if per_layer else list(range(dense, dense + moe_layers)),
+                    "counts": list(counts), "experts_used": sum(1 for c in counts if c > 0),
+                    "max_tokens_per_expert": top, "min_tokens_per_expert": min(counts),
+                    "mean_tokens_per_expert": _number(mean), "max_over_mean": _number(top / mean)})
+    return {"routed_tokens": routed_tokens, "top_k": top_k, "experts": experts, "assignments_per_layer": assignments,
+            "moe_layers": moe_layers, "first_moe_layer": dense, "per_layer": per_layer, "histograms": out}
+
+
 def _check_histogram(counts, experts: int, top_k: int, tokens: int, layer: int | None) -> int:
     where = "" if layer is None else f"layer {layer}: "
     if not isinstance(counts, list) or len(counts) != experts:

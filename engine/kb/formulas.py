@@ -104,6 +104,14 @@ def build_formula(raw: dict, place: str) -> tuple[Formula | None, list[Problem]]
         if name not in used and len(variants) == len(raw_variants):
             problem(f"symbols.{name}", "is declared but no expression uses it")
 
+    ordered = []
+    for i, text in enumerate(raw.get("ordered", ())):
+        pair = tuple(part.strip() for part in text.split(">"))
+        bad = [n for n in pair if n not in numeric]
+        if bad or pair[0] == pair[1]:
+            problem(f"ordered[{i}]", f"{text!r} must order two different numeric inputs of this formula ({', '.join(bad) or pair[0]} is not one)")
+        else:
+            ordered.append(pair)
     examples = _build_examples(raw["examples"], problem)
     if problems or output is None:
         return None, problems
@@ -124,6 +132,7 @@ def build_formula(raw: dict, place: str) -> tuple[Formula | None, list[Problem]]
         notes=raw.get("notes", ""),
         sources=tuple(raw.get("sources", ())),
         place=place,
+        ordered=tuple(ordered),
     )
     return formula, problems
 

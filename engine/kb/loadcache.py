@@ -116,12 +116,15 @@ def decode(value):
 class FileCache:
     """``load_yaml`` and ``validate`` for one loader run, answered from the cache where a file is unchanged."""
 
-    def __init__(self, root):
+    def __init__(self, root, tag: str = ""):
         from engine.core import cache
 
         where = os.path.abspath(os.fspath(root)).encode()
         crc, adler = checksum(where)
-        self.name = f"kbfiles_{crc:08x}{adler:08x}.json"
+        # ``tag`` keeps one loader's files (the trees, say) apart from the knowledge loader's,
+        # so each saves its whole set without dropping the other's entries
+        self.prefix = f"kb{tag}files_"
+        self.name = f"{self.prefix}{crc:08x}{adler:08x}.json"
         self.salt = engine_salt()
         stored = cache.read_json(self.name)
         self.old: dict = stored["files"] if isinstance(stored, dict) and stored.get("salt") == self.salt else {}
@@ -183,4 +186,4 @@ class FileCache:
         files = self.new if whole else {**self.old, **self.new}
         if self.changed or set(files) != set(self.old):
             if cache.write_json(self.name, {"salt": self.salt, "files": files}):
-                cache.prune("kbfiles_", ".json", keep=MAX_KEPT)
+                cache.prune(self.prefix, ".json", keep=MAX_KEPT)

@@ -79,6 +79,9 @@ class Formula:
     metric: str = ""
     notes: str = ""
     sources: tuple[str, ...] = ()
+    # (a, b) for each "a > b" the formula is meant for (engine.core.symbolic uses them to sign
+    # factors such as a - b; a range is composed from them only where it keeps a above b)
+    ordered: tuple[tuple[str, str], ...] = ()
 
     def variant(self, key: str = "") -> Variant:
         for v in self.variants:

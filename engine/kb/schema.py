@@ -112,11 +112,17 @@ def _short(value: object) -> str:
 
 
 
-def read_records(files, kind: str, what: str) -> tuple[list[tuple[str, object]], list[Problem]]:
+def read_records(files, kind: str, what: str, reader=None) -> tuple[list[tuple[str, object]], list[Problem]]:
     """One record per YAML file: each ``(path, display)`` read with the duplicate-key loader and
     checked against schema ``kind``. Returns the valid ``(display, marked mapping)`` pairs in file
-    order and every problem (``what`` names the record in "expected one ... record")."""
-    from engine.kb.yamlio import load_yaml
+    order and every problem (``what`` names the record in "expected one ... record"). ``reader``
+    (an ``engine.kb.loadcache.FileCache``) answers unchanged files from the cache."""
+    if reader is not None:
+        load_yaml, check = reader.load_yaml, reader.validate
+    else:
+        from engine.kb.yamlio import load_yaml
+
+        check = validate
 
     good: list[tuple[str, object]] = []
     problems: list[Problem] = []
@@ -128,7 +134,7 @@ def read_records(files, kind: str, what: str) -> tuple[list[tuple[str, object]],
         if not isinstance(data, dict):
             problems.append(Problem(display, "", "", f"expected one {what} record (a mapping)"))
             continue
-        found = validate(kind, data, display, str(data.get("id", getattr(path, "stem", ""))))
+        found = check(kind, data, display, str(data.get("id", getattr(path, "stem", ""))))
         problems += found
         if not found:
             good.append((display, data))

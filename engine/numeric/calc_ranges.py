@@ -54,23 +54,31 @@ def _point(calc: Calculator, graph: Graph, order, module, values: dict, context:
 _FLIP = {"increasing": "decreasing", "decreasing": "increasing"}
 
 
-def _directions(order, module, ranged: list[str]) -> dict[str, dict[str, str | None]]:
+def _directions(order, module, ranged: list[str], bounds=None, constant=None) -> dict[str, dict[str, str | None]]:
     """symbol -> {ranged leaf it depends on: 'increasing' | 'decreasing' | None (unknown)}.
 
     Composition of the stored monotonicity: y = f(a, b, ...) is increasing in a leaf x when
     every argument that depends on x moves y the same way. A stored 'constant' for an
     argument that does depend on a ranged leaf is not trusted (it becomes unknown), so the
-    range is sampled rather than possibly wrong.
+    range is sampled rather than possibly wrong. A formula's directions under its orderings
+    (``mono_given``: a > b) are used only when ``bounds`` (symbol -> (low, high) or None)
+    shows a above b over the whole box. ``constant(symbol, its directions)`` says whether a
+    symbol monotone in every leaf has one value at its lowest and highest corners: it is then
+    constant over the box (a TP group that stays 1), and what depends on it no longer sees
+    two opposing paths to one leaf.
     """
     dirs: dict[str, dict[str, str | None]] = {n: {n: "increasing"} for n in ranged}
     for fid, key in order:
         meta = module.FORMULAS[fid]
         variant = meta["variants"][key]
+        mono = variant["mono"]
+        if variant.get("given") and bounds is not None and all(_above(a, b, dirs, bounds) for a, b in variant["given"]):
+            mono = variant["mono_given"]
         out: dict[str, str | None] = {}
         seen: dict[str, set] = {}
         for arg in variant["inputs"]:
             for leaf, d in dirs.get(arg, {}).items():
-                m = variant["mono"].get(arg)
+                m = mono.get(arg)
                 if d is None or m not in ("increasing", "decreasing"):
                     composed = None
                 else:
@@ -78,8 +86,17 @@ def _directions(order, module, ranged: list[str]) -> dict[str, dict[str, str | N
                 seen.setdefault(leaf, set()).add(composed)
         for leaf, ds in seen.items():
             out[leaf] = ds.pop() if len(ds) == 1 else None
-        dirs[meta["output"]["symbol"]] = out
+        symbol = meta["output"]["symbol"]
+        if constant is not None and out and None not in out.values() and constant(symbol, out):
+            out = {}
+        dirs[symbol] = out
     return dirs
+
+
+def _above(a: str, b: str, dirs: dict, bounds) -> bool:
+    """Whether a > b everywhere in the box: a's lowest value above b's highest."""
+    ends_a, ends_b = bounds(a, bool(dirs.get(a))), bounds(b, bool(dirs.get(b)))
+    return ends_a is not None and ends_b is not None and ends_a[0] > ends_b[1]
 
 
 def _sampled(plan, module, ranged: list[str], names: list[str], point: dict):

@@ -179,8 +179,20 @@ class CalcResult:
         self.formulas: list[str] = formulas
         self.assumptions: list[str] = assumptions
         self.warnings: list[str] = warnings
-        self.steps: list[dict] = steps  # for --explain: id, name, variant, symbol, expr, substituted, value, unit
+        # for --explain: id, name, variant, symbol, expr, substituted, value, unit; a callable is
+        # called on first use (most runs never print the steps)
+        self._steps = steps
         self.ranking: dict[str, list[tuple[str, float]]] = {}  # output -> [(ranged input, share)]
+
+    @property
+    def steps(self) -> list[dict]:
+        if callable(self._steps):
+            self._steps = self._steps()
+        return self._steps
+
+    @steps.setter
+    def steps(self, value: list[dict]) -> None:
+        self._steps = value
 
     def to_json(self) -> dict:
         return {

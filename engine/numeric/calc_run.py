@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.core.errors import InputError
+from engine.core.errors import AiinfraError, InputError
 from engine.numeric.calc_conditions import _boundaries, _refused
 from engine.numeric.calc_plan import (
     MissingInputs,
@@ -58,8 +58,27 @@ def run(calc: Calculator, module, given: dict[str, object], presets: dict[str, t
     quantities = plan.quantities
     point = _point(calc, graph, plan.order, module, {n: q.value for n, q in quantities.items()}, context)
     ranged = [n for n, q in quantities.items() if q.is_range]
-    directions = _directions(plan.order, module, ranged)
+    def bounds(name: str, varies: bool):  # (low, high) over the box where known without evaluating it
+        if name in quantities:
+            return quantities[name].low, quantities[name].high
+        return (point[name], point[name]) if not varies and name in point else None
+
     corners: dict = {}
+
+    ends: dict = {}  # directions -> the chain at its lowest and highest corner
+
+    def constant(name: str, deps: dict) -> bool:  # one value at the lowest and the highest corner
+        signature = tuple(sorted(deps.items()))
+        if signature not in ends:
+            low_in, high_in = _corner_inputs(quantities, deps)
+            try:
+                ends[signature] = (_corner(plan.order, module, low_in, ranged, corners), _corner(plan.order, module, high_in, ranged, corners))
+            except AiinfraError:
+                ends[signature] = None
+        pair = ends[signature]
+        return pair is not None and pair[0][name] == pair[1][name]
+
+    directions = _directions(plan.order, module, ranged, bounds, constant)
     outputs = _ranges(plan, module, graph, wanted, point, ranged, directions, corners)
     _refused(calc, graph, {**context, **point}, outputs, quantities)
     warnings = _boundaries(calc, graph, {**context, **point}, outputs, quantities)
@@ -77,12 +96,16 @@ def run(calc: Calculator, module, given: dict[str, object], presets: dict[str, t
         for a in list(meta["assumptions"]) + list(meta["variants"][key]["assumptions"]):
             if a not in assumptions:
                 assumptions.append(f"{fid}: {a}")
-    steps = [_step(module, fid, key, point) for fid, key in plan.order]
+    order = list(plan.order)
+
+    def steps() -> list[dict]:  # built when --explain asks for them
+        done = [_step(module, fid, key, point) for fid, key in order]
+        return [{**st, "unit": in_currency(st["unit"], "CNY")} for st in done] if currency == "CNY" else done
+
     if currency == "CNY":  # money stays in the currency of the price inputs; nothing is converted
         relabel = lambda unit: in_currency(unit, "CNY")  # noqa: E731
         plan.inputs = {n: v._replace(unit=relabel(v.unit)) for n, v in plan.inputs.items()}
         outputs = {n: v._replace(unit=relabel(v.unit)) for n, v in outputs.items()}
-        steps = [{**st, "unit": relabel(st["unit"])} for st in steps]
         assumptions.insert(0, MONEY_IN_CNY)
     if any(str(src).startswith("preset hw:") for src in sources.values()):
         for sym, what in (("mfu", "MFU"), ("mbu", "memory-bandwidth utilisation")):
@@ -164,11 +187,7 @@ def _ranges(plan: _Plan, module, graph: Graph, wanted: list[str], point: dict, r
         if not deps:
             outputs[name] = OutputValue(point[name], unit, point[name], point[name], "exact")
         elif all(d is not None for d in deps.values()):
-            low_in = {n: q.value for n, q in quantities.items()}
-            high_in = dict(low_in)
-            for leaf, d in deps.items():
-                q = quantities[leaf]
-                low_in[leaf], high_in[leaf] = (q.low, q.high) if d == "increasing" else (q.high, q.low)
+            low_in, high_in = _corner_inputs(quantities, deps)
             lo = _corner(plan.order, module, low_in, ranged, corners)[name]
             hi = _corner(plan.order, module, high_in, ranged, corners)[name]
             outputs[name] = OutputValue(point[name], unit, min(lo, hi), max(lo, hi), "exact")
@@ -179,6 +198,16 @@ def _ranges(plan: _Plan, module, graph: Graph, wanted: list[str], point: dict, r
         for name in sampled_needed:
             outputs[name] = OutputValue(point[name], graph.units[name], lows[name], highs[name], "sampled")
     return {n: outputs[n] for n in wanted}
+
+
+def _corner_inputs(quantities: dict, deps: dict) -> tuple[dict, dict]:
+    """The inputs at the corner where an output monotone in ``deps`` is lowest, and where it is highest."""
+    low_in = {n: q.value for n, q in quantities.items()}
+    high_in = dict(low_in)
+    for leaf, d in deps.items():
+        q = quantities[leaf]
+        low_in[leaf], high_in[leaf] = (q.low, q.high) if d == "increasing" else (q.high, q.low)
+    return low_in, high_in
 
 
 def _corner(order, module, values: dict, ranged: list[str], corners: dict) -> dict:

@@ -20,7 +20,7 @@ from time import monotonic as _monotonic
 
 import engine
 
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"  # 2: orderings (given, mono_given)
 
 
 def cache_dir() -> str:
@@ -30,7 +30,7 @@ def cache_dir() -> str:
     return cache.location()
 
 
-_OWN = ("engine/numeric/compiled.py", "engine/core/cache.py", "engine/core/codegen.py", "engine/core/expr.py", "engine/core/units.py", "engine/core/symbolic.py", "engine/kb/formulas.py")
+_OWN = ("engine/numeric/compiled.py", "engine/core/cache.py", "engine/core/codegen.py", "engine/core/expr.py", "engine/core/units.py", "engine/core/symbolic.py", "engine/kb/formulas.py", "engine/kb/records.py")
 
 
 def content_hash(root) -> str:
@@ -275,13 +275,21 @@ def generate(formulas) -> str:
                 head = ["    import numpy as _np"] if flavour == "numpy" else []
                 lines += [f"def {fn}{suffix}({args}):", *head, *body, f"    return {expr}{tail}", ""]
             sympy_expr = symbolic.variant_to_sympy(f, index, sym_table)
-            mono = {n: symbolic.monotonicity(sympy_expr, sym_table[n]) for n in inputs}
+            domains = {sym_table[n]: numeric[n].domain for n in inputs}
+            mono = {n: symbolic.monotonicity(sympy_expr, sym_table[n], domains=domains) for n in inputs}
+            given = [[a, b] for a, b in f.ordered if a in inputs and b in inputs]
+            pairs = [(sym_table[a], sym_table[b]) for a, b in given]
+            # the directions where every ordering holds (engine.numeric.calc_ranges checks that it does)
+            mono_given = {n: (mono[n] if mono[n] is not None else symbolic.monotonicity(sympy_expr, sym_table[n], domains=domains, ordered=pairs))
+                          for n in inputs} if given else {}
             variants[variant.key] = {
                 "inputs": list(inputs),
                 "expr": variant.expr,
                 "fn": fn,
                 "np": fn + "_np",
                 "mono": mono,
+                "given": given,
+                "mono_given": mono_given,
                 "name": variant.name,
                 "assumptions": list(variant.assumptions),
             }

@@ -133,11 +133,15 @@ def tree_files(root) -> list[Path]:
     return sorted(base.glob("*.yaml")) if base.is_dir() else []
 
 
-def load(root) -> tuple[dict[str, Tree], list[Problem]]:
-    """Every tree of ``root`` that passes its schema, and the problems of those that do not."""
+def load(root, paths: list[Path] | None = None) -> tuple[dict[str, Tree], list[Problem]]:
+    """Every tree of ``root`` (or of ``paths`` alone) that passes its schema, and the problems of those that do not."""
+    from engine.kb.loadcache import FileCache
     from engine.kb.schema import read_records
 
-    good, problems = read_records([(p, f"{FOLDER}/{p.name}") for p in tree_files(root)], "tree", "decision-tree")
+    files = FileCache(root, tag="trees")  # unchanged tree files replay without PyYAML or jsonschema
+    chosen = tree_files(root) if paths is None else paths
+    good, problems = read_records([(p, f"{FOLDER}/{p.name}") for p in chosen], "tree", "decision-tree", reader=files)
+    files.save(whole=paths is None)
     trees: dict[str, Tree] = {}
     for display, data in good:
         tree = Tree.from_record(data, display)
@@ -154,6 +158,22 @@ def load_trees(root) -> dict[str, Tree]:
     if problems:
         raise KnowledgeError(problems)
     return trees
+
+
+def load_one(root, text: str) -> Tree:
+    """Tree ``text`` (``tree:name`` or ``name``) of ``root``: read from ``decision_trees/name.yaml``
+    alone when that file defines it, as a single-record command reads one record (``aiinfra check``
+    finds problems elsewhere, a duplicate id included); otherwise every tree is loaded to find it."""
+    key = text.strip().lower()
+    name = key.split(":", 1)[1] if key.startswith("tree:") else key
+    path = Path(root) / FOLDER / f"{name}.yaml"
+    if name and "/" not in name and "\\" not in name and not name.startswith(".") and path.is_file():
+        trees, problems = load(root, [path])
+        if problems:
+            raise KnowledgeError(problems)
+        if f"tree:{name}" in trees:
+            return trees[f"tree:{name}"]
+    return find(load_trees(root), text)
 
 
 def find(trees: dict[str, Tree], text: str) -> Tree:

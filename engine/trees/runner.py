@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from engine.core.errors import EvaluationError, InputError
 from engine.numeric.calculators import Graph, _chain, _Missing, condition_function
 from engine.numeric.evaluate import InputValue
-from engine.trees.records import Leaf, Node, Tree, find, load_trees
+from engine.trees.records import Leaf, Node, Tree, load_one
 from engine.trees.state import Prompt, _Back, _Recorder, _WalkState
 from engine.trees.symbols import Symbols, parse_condition, pseudo_calculator
 
@@ -329,8 +329,7 @@ def runner(root, ident: str, module=None) -> Runner:
     """A Runner for tree ``ident`` of ``root`` (formulas compiled and cached as for calculators)."""
     from engine.numeric import compiled
 
-    trees = load_trees(root)
-    tree = find(trees, ident)
+    tree = load_one(root, ident)
     calc_records = None
     if any(i.produced_by.startswith("calc:") for i in tree.inputs.values()):
         from engine.numeric.calculators import load_records

@@ -76,6 +76,45 @@ def _imported(argv: list[str], cache_dir: Path) -> set[str]:
 
 
 @pytest.mark.parametrize("argv", [["hardware", "show", "h100-sxm"], ["path", "show", "inference-service"],
-                                  ["path", "for", "上线一个推理服务"], ["check"]])
+                                  ["path", "for", "上线一个推理服务"], ["check"],
+                                  ["tree", "walk", "pd-disaggregation", "--set", "latency_slo=offline", "--no-prompt"]])
 def test_warm_commands_do_not_import_the_heavy_libraries(tmp_path, argv):
     assert _imported(argv, tmp_path / "cache") == set()
+
+
+def _tree_root(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    shutil.copytree(Path(__file__).parent.parent.parent, root, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "node_modules", "site", "build", "tests", "__pycache__", "*.egg-info"))
+    return root
+
+
+def test_a_tree_walk_reads_its_own_file_and_sees_an_edit(folder, capsys, tmp_path):
+    root = _tree_root(tmp_path)
+    argv = ["tree", "walk", "pd-disaggregation", "--set", "latency_slo=offline", "--no-prompt", "--root", str(root)]
+    (root / "decision_trees" / "zz-broken.yaml").write_text("id: [\n", encoding="utf-8")  # another tree's file is broken
+    assert main(argv) == 0 and "colocate-throughput" in capsys.readouterr().out
+    own = root / "decision_trees" / "pd-disaggregation.yaml"
+    own.write_text(own.read_text(encoding="utf-8") + "\nbroken: [\n", encoding="utf-8")
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "decision_trees/pd-disaggregation.yaml" in err and "not valid YAML" in err and "zz-broken" not in err
+
+
+def test_a_tree_in_a_file_of_another_name_is_still_found(folder, capsys, tmp_path):
+    root = _tree_root(tmp_path)
+    trees = root / "decision_trees"
+    (trees / "pd-disaggregation.yaml").rename(trees / "renamed.yaml")
+    assert main(["tree", "walk", "tree:pd-disaggregation", "--set", "latency_slo=offline", "--no-prompt", "--root", str(root)]) == 0
+    assert "colocate-throughput" in capsys.readouterr().out
+
+
+def test_a_library_upgrade_changes_the_check_key(monkeypatch):
+    from engine.check import integrity
+
+    root = ROOTS / "good"
+    before = integrity.outcome_key(root)
+    stamp = integrity.libraries_stamp()
+    assert "sympy-" in stamp and "jsonschema-" in stamp  # the installed versions, read from their dist-info folders
+    monkeypatch.setattr(integrity, "libraries_stamp", lambda: stamp.replace("sympy-", "sympy-0.0.0-was-"))
+    assert integrity.outcome_key(root) != before

@@ -66,7 +66,7 @@ def test_nccl_allreduce_8_ranks_no_latency(calc, module):
     assert out(r, "collective_time") == pytest.approx(0.0175, rel=1e-12)
     assert out(r, "alg_bandwidth") == pytest.approx(1e9 / 0.0175, rel=1e-12)
     assert out(r, "bus_bandwidth") == pytest.approx(1e11, rel=1e-12)
-    assert r.formulas == ["FX1", "FX110", "FX111", "FX50", "FX112", "FX51", "FX52", "FX113"]
+    assert r.formulas == ["FX1", "FX110", "FX111", "FX50", "FX112", "FX51", "FX52", "FX113", "FX700", "FX701"]
     assert not r.warnings
 
 

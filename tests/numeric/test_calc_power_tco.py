@@ -54,7 +54,8 @@ def test_book_readme_tco_example(records, module):
     assert out(r, "tco_per_year") == pytest.approx(60565920)
     # per installed GPU-hour: 60565920 / 1000 / 8760 = 6.9139178
     assert out(r, "gpu_hour_cost") == pytest.approx(60565920 / 1000 / 8760)
-    assert r.formulas == ["FX140", "FX2", "FX142", "FX84", "FX85", "FX89", "FX148", "FX90", "FX91"]
+    assert out(r, "dcie") == pytest.approx(1 / 1.3)  # DCiE = 1/PUE (The Green Grid) = 0.769 (76.9%)
+    assert r.formulas == ["FX140", "FX2", "FX142", "FX84", "FX85", "FX89", "FX148", "FX90", "FX91", "FX750"]
 
 
 def test_book_ch31_air_versus_liquid(records, module):

@@ -190,12 +190,13 @@ def test_mfu_range_gives_exact_duration_range(records, module):
     assert w.low == pytest.approx(12304687.5 / 0.891, rel=1e-6) and w.high == pytest.approx(20507812.5 / 0.891, rel=1e-6)
 
 
-def test_non_monotone_chain_is_sampled(records, module):
-    # FX73 stores no monotonicity for tp_size (Min(tp, kv_heads)), so a tp range is sampled
+def test_a_min_in_the_chain_is_composed_not_sampled(records, module):
+    # FX73 kv_bytes / Min(tp_size, kv_heads): Min of two non-decreasing arguments is non-decreasing,
+    # its reciprocal falls, so the tp range has exact ends (TP 1 and 2: 131072 and 131072/2 B)
     r = kv(records, module, layers=32, kv_heads=8, head_dim=128, kv_bytes=2, tp_size="1..2", gpu_memory_total="80GiB",
            weight_bytes="16GiB", engine_overhead_bytes="4GiB", context_tokens=4096)
     per_gpu = r.outputs["kv_bytes_per_token_per_gpu"]
-    assert per_gpu.method == "sampled"
+    assert per_gpu.method == "exact"
     assert (per_gpu.low, per_gpu.high) == (131072 / 2, 131072)
     assert r.outputs["kv_budget_per_gpu"].method == "exact"  # FX72 is increasing in tp_size
 

@@ -1,0 +1,60 @@
+"""Training-planner speed, printed as figures (not a test): points per second, serial vs a local
+process pool vs 2 local Dask workers (loopback), for the same space; each result is checked
+equal to serial. Tiles are reduced to their top k on the worker, so memory stays at one tile.
+
+Usage: ``python benchmarks/plan.py [--model ID] [--gpus N] [--tile P] [--workers W] [--root DIR]``.
+A 1e8-point search: ``--max-micro-batch 520`` (405B on 16,384 GPUs: 128 x 126 x 520 x 4 x 3 = 100,638,720 points);
+the peak resident memory of this process is printed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def main() -> int:
+    from engine.plan import executor
+    from engine.plan.space import build
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="llama-3.1-405b")
+    ap.add_argument("--device", default="h100-sxm")
+    ap.add_argument("--gpus", type=int, default=16384)
+    ap.add_argument("--global-batch", type=int, default=2048)
+    ap.add_argument("--seq", type=int, default=8192)
+    ap.add_argument("--max-micro-batch", type=int, default=64)
+    ap.add_argument("--tile", type=int, default=1_000_000)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--root", default=str(Path(__file__).resolve().parent.parent))
+    a = ap.parse_args()
+    space = build(a.root, a.model, a.device, a.gpus, global_batch=a.global_batch, seq=a.seq, micro_batches=a.max_micro_batch)
+    executor.run(space, 5, "serial", tile=min(a.tile, 10_000))  # warm the compiled-formula cache
+    print(f"{a.model} on {a.gpus} x {a.device}: {space.size:,} points, tiles of {a.tile:,}")
+    reference = None
+    for kind in ("serial", "process", "dask"):
+        if kind == "dask":
+            try:
+                import distributed  # noqa: F401
+            except ImportError:
+                print("dask      skipped (pip install 'aiinfra[dask]')")
+                continue
+        t = time.perf_counter()
+        found = executor.run(space, 5, kind, tile=a.tile, workers=None if kind == "serial" else a.workers)
+        dt = time.perf_counter() - t
+        reference = reference or found
+        same = "equal to serial" if found.top == reference.top and found.feasible == reference.feasible else "DIFFERS FROM SERIAL"
+        extra = "" if kind == "serial" else f", {a.workers} workers{' (cluster start-up included)' if kind == 'dask' else ''}"
+        print(f"{kind:<9} {found.points / dt:>14,.0f} points/s  ({dt:.2f} s, {found.tiles} tiles{extra}; {same})")
+    import resource
+
+    print(f"peak resident memory of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,200 @@
+"""``aiinfra plan``: search parallel layouts for training a model on a cluster.
+
+Parsers are added by :func:`add_parsers` (engine.cli.main imports this module only to build
+them; nothing heavy at the top); the handler loads the planner.
+"""
+
+from __future__ import annotations
+
+EXAMPLES = """examples:
+  aiinfra plan --model llama-3.1-405b --device h100-sxm --gpus 16384 --global-batch 2048 --seq 8192
+  aiinfra plan --model llama-3.1-70b --device h100-sxm --gpus 1024 --global-batch 1024 --executor process --format json
+Every point of TP x PP x EP x micro-batch x ZeRO stage x recompute is checked (DP = GPUs / (TP x PP));
+the fastest that fit are printed with what limits each, and why the first beats the second.
+"""
+
+
+def _int(text: str) -> int:
+    import argparse
+
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+
+
+def _float(text: str) -> float:
+    import argparse
+
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def add_parsers(verbs, Parser, shared) -> None:
+    import argparse
+
+    p = verbs.add_parser("plan", help="search TP x PP x DP (x EP) x micro-batch x ZeRO x recompute for training",
+                         description="Search the parallel layouts of a training job: memory per GPU (F4, FX104, F7), step time "
+                                     "(F1, FX412, F13, F15-F20); print the fastest that fit, the binding constraint of each and why the best wins.",
+                         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES)
+    p.add_argument("mode", nargs="?", choices=("train", "serve"), default="train", help="train (default) or serve")
+    p.add_argument("--model", required=True, metavar="ID", help="model id from knowledge/models, e.g. llama-3.1-70b")
+    p.add_argument("--device", required=True, metavar="ID", help="device id from knowledge/hardware, e.g. h100-sxm")
+    p.add_argument("--gpus", type=_int, metavar="N", help="train: GPUs in the job (DP x TP x PP = N; required)")
+    p.add_argument("--global-batch", type=_int, metavar="B", help="sequences per optimizer step (default: one per GPU)")
+    p.add_argument("--seq", type=_int, default=4096, metavar="S", help="sequence length in tokens (default 4096)")
+    p.add_argument("--nvlink-domain", type=_int, default=8, metavar="G", help="GPUs per NVLink domain; TP stays inside one (default 8)")
+    p.add_argument("--max-micro-batch", type=_int, default=16, metavar="M", help="largest micro-batch tried, in sequences (default 16)")
+    p.add_argument("--scaleout-bandwidth", type=_float, metavar="GB/s", help="scale-out bandwidth per GPU in GB/s (default 50, the Llama 3 cluster's 400 Gb/s)")
+    p.add_argument("--compute-efficiency", type=_float, metavar="F", help="share of the dense peak the kernels reach (default 0.6, an assumption)")
+    p.add_argument("--no-flash", action="store_true", help="attention scores stored (unfused), not FlashAttention")
+    p.add_argument("--top", type=_int, default=5, metavar="K", help="configurations to print (default 5)")
+    p.add_argument("--executor", choices=("serial", "process", "dask"), default="serial", help="serial (default, the reference), process (local pool) or dask")
+    p.add_argument("--workers", type=_int, metavar="W", help="processes for --executor process|dask (default: CPUs; dask 2)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="with --executor dask: a running scheduler (default: a local cluster on 127.0.0.1)")
+    p.add_argument("--tile", type=_int, default=1_000_000, metavar="P", help="points per tile, each reduced on its worker (default 1e6)")
+    s = p.add_argument_group("serve (aiinfra plan serve)")
+    s.add_argument("--prompt", type=_int, metavar="P", help="prompt tokens per request")
+    s.add_argument("--output", type=_int, metavar="O", help="output tokens per request")
+    s.add_argument("--ttft", metavar="T", help="time-to-first-token target, e.g. 500ms")
+    s.add_argument("--tpot", metavar="T", help="time-per-output-token target, e.g. 50ms")
+    s.add_argument("--demand", type=_float, metavar="TOK/S", help="output tokens/s the fleet must serve (default: one replica)")
+    s.add_argument("--max-batch", type=_int, default=256, metavar="B", help="largest decode batch tried (default 256)")
+    s.add_argument("--mfu", type=_float, metavar="F", help="prefill MFU (default: the device's measured MFU)")
+    s.add_argument("--svg", metavar="FILE.svg", help="also draw the Pareto front to FILE (needs matplotlib)")
+    shared(p, False)
+    p.set_defaults(handler="engine.cli.cmd_plan:run")
+
+
+COLUMNS = [("rank", "#"), ("tp", "TP"), ("pp", "PP"), ("dp", "DP"), ("ep", "EP"), ("mb", "mb"), ("n_micro", "micro-batches"), ("zero", "ZeRO"),
+           ("recompute", "recompute"), ("step_s", "step s"), ("mfu_pct", "MFU %"), ("memory_gib", "memory GiB"), ("binding", "binding constraint")]
+
+
+def run(args) -> int:
+    from engine.cli.common import emit, root_of
+    from engine.core.errors import InputError
+    from engine.plan.train import plan
+
+    if args.mode == "serve":
+        return serve(args)
+    if args.gpus is None:
+        raise InputError("--gpus", "is required (GPUs in the job)")
+
+    options = dict(global_batch=args.global_batch, seq=args.seq, nvlink_domain=args.nvlink_domain, micro_batches=args.max_micro_batch,
+                   flash=not args.no_flash)
+    if args.scaleout_bandwidth is not None:
+        options["scaleout_bandwidth"] = args.scaleout_bandwidth * 1e9
+    if args.compute_efficiency is not None:
+        options["compute_efficiency"] = args.compute_efficiency
+    extra = {"address": args.scheduler} if args.scheduler and args.executor == "dask" else {}
+    result = plan(root_of(args), args.model, args.device, args.gpus, top=args.top, executor=args.executor, tile=args.tile,
+                  workers=args.workers, **options, **extra)
+    emit(render(result, args.format))
+    return 0
+
+
+def _rows(result) -> list[dict]:
+    out = []
+    for r in result.rows:
+        out.append(dict(r, step_s=round(r["step_time"], 4), mfu_pct=round(100 * r["mfu"], 1), memory_gib=round(r["memory"] / 2**30, 2),
+                        n_micro=int(round(r["n_micro"]))))
+    return out
+
+
+def render(result, fmt: str) -> str:
+    from engine.cli.render import table, to_json
+
+    s, f = result.space, result.found
+    head = (f"{s.gpus} GPUs, global batch {s.global_batch} x {s.seq} tokens; {f.points:,} points in {f.tiles} tiles ({f.executor}), "
+            f"{f.feasible:,} fit")
+    if fmt == "json":
+        return to_json({"gpus": s.gpus, "global_batch": s.global_batch, "seq": s.seq, "points": f.points, "feasible": f.feasible,
+                        "tiles": f.tiles, "executor": f.executor, "configurations": list(result.rows), "why": result.why,
+                        "assumptions": list(result.assumptions)})
+    rows = _rows(result)
+    if fmt == "csv":
+        return table(rows, COLUMNS, "csv")
+    body = table(rows, COLUMNS, fmt) if rows else "no configuration fits the memory of one GPU"
+    bullet = "- " if fmt == "md" else "  "
+    notes = "\n".join(bullet + a for a in result.assumptions)
+    return f"{head}\n\n{body}\n\n{result.why}\n\nassumptions:\n{notes}"
+
+
+def _seconds(text, field: str) -> float:
+    from engine.core.errors import InputError, UnitError
+    from engine.core.units import parse_quantity
+
+    if text is None:
+        raise InputError(field, "is required for plan serve (a time, e.g. 50ms)")
+    try:
+        q = parse_quantity(text, "s")
+    except (UnitError, ValueError) as exc:
+        raise InputError(field, f"{text!r} is not a time ({exc})") from None
+    if q.is_range:
+        raise InputError(field, f"{text!r} is a range; give one target")
+    return q.value
+
+
+SERVE_COLUMNS = [("tp", "TP"), ("batch", "batch"), ("ttft_ms", "TTFT ms"), ("tpot_ms", "TPOT ms"), ("user_tokens_per_s", "tok/s per user"), ("tokens_per_s_per_gpu", "tok/s per GPU")]
+
+
+def serve(args) -> int:
+    from engine.cli.common import emit, root_of
+    from engine.cli.render import table, to_json
+    from engine.core.errors import InputError
+    from engine.plan.serve import plan_serve
+
+    for name in ("prompt", "output"):
+        if getattr(args, name) is None:
+            raise InputError(f"--{name}", "is required for plan serve (tokens per request)")
+    r = plan_serve(root_of(args), args.model, args.device, prompt=args.prompt, output=args.output, ttft=_seconds(args.ttft, "--ttft"),
+                   tpot=_seconds(args.tpot, "--tpot"), demand=args.demand, nvlink_domain=args.nvlink_domain, max_batch=args.max_batch, mfu=args.mfu)
+    if args.svg:
+        _svg(r.front, args.svg)
+    if args.format == "json":
+        emit(to_json({"points": r.points, "feasible": r.feasible, "front": list(r.front), "best": r.best, "min_gpus": r.min_gpus,
+                      "replicas": r.replicas, "assumptions": list(r.assumptions)}))
+        return 0
+    rows = [dict(tp=x["tp"], batch=x["batch"], ttft_ms=round(1e3 * x["ttft"], 2), tpot_ms=round(1e3 * x["tpot"], 2),
+                 user_tokens_per_s=round(x["user_tokens_per_s"], 1), tokens_per_s_per_gpu=round(x["tokens_per_s_per_gpu"], 1)) for x in r.front]
+    if args.format == "csv":
+        emit(table(rows, SERVE_COLUMNS, "csv"))
+        return 0
+    head = f"{r.points} points (TP x batch), {r.feasible} meet memory, TTFT and TPOT; Pareto front (tokens/s per GPU vs per user):"
+    if r.best is None:
+        emit(head + "\n\nno configuration meets the targets")
+        return 0
+    tail = (f"best throughput per GPU: TP {r.best['tp']} batch {r.best['batch']} ({r.best['tokens_per_s_per_gpu']:.1f} tok/s per GPU); "
+            f"fewest GPUs meeting the targets{' and --demand' if args.demand else ''}: {r.min_gpus} ({r.best['min_gpus_layout']})")
+    bullet = "- " if args.format == "md" else "  "
+    emit(f"{head}\n\n{table(rows, SERVE_COLUMNS, args.format)}\n\n{tail}\n\nassumptions:\n" + "\n".join(bullet + a for a in r.assumptions))
+    return 0
+
+
+def _svg(front, path: str) -> None:
+    from engine.core.errors import InputError
+
+    if not path.endswith(".svg"):
+        raise InputError("--svg", f"{path!r} does not end in .svg")
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise InputError("--svg", "needs matplotlib (pip install 'aiinfra[plot]')") from None
+    import io
+
+    from engine.cli.common import write_atomic
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot([r["user_tokens_per_s"] for r in front], [r["tokens_per_s_per_gpu"] for r in front], marker="o")
+    ax.set_xlabel("tokens/s per user")
+    ax.set_ylabel("tokens/s per GPU")
+    ax.set_title("plan serve: Pareto front")
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg")
+    plt.close(fig)
+    write_atomic(path, buf.getvalue(), "--svg")

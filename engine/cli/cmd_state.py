@@ -1,0 +1,133 @@
+"""``aiinfra state --model ID --context N [--device D]``: persistent bytes per request by layer kind.
+
+The logic is ``engine.domain.state``; this module parses and prints. Imports stay inside the
+handler so building the parser stays cheap.
+"""
+
+from __future__ import annotations
+
+_HERE = "engine.cli.cmd_state"
+_COLUMNS = [("kind", "layer kind"), ("layers", "layers"), ("tokens_held", "tokens held"), ("bytes_per_request", "bytes per request"),
+            ("shown", "per request"), ("formula", "formula")]
+EXAMPLES = """examples:
+  aiinfra state --model qwen3-8b --context 32768
+  aiinfra state --model gemma-3-27b-it --context 131072 --device h100-sxm --kv-bytes 1
+  aiinfra state --model deepseek-v3 --context 8192 --device h200 --weight-bytes 1 --format json
+  aiinfra state --config Qwen3-Next-80B-A3B-Instruct/config.json --context 262144 --state-bytes 4
+"""
+
+
+def add_parsers(verbs, Parser, shared) -> None:
+    import argparse
+
+    p = verbs.add_parser("state", help="persistent bytes per request by layer kind (KV, MLA latent, recurrent state), and requests per device",
+                         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES,
+                         description="Per layer kind of a model (full attention, sliding-window attention, MLA latent, recurrent state): the layers, "
+                                     "the tokens each keeps, and the bytes one request holds at --context tokens (F8, FX70, FX801); with --device, "
+                                     "how many such requests fit in the device's memory less the weights.")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--model", metavar="ID", help="a model of knowledge/models (e.g. qwen3-8b)")
+    src.add_argument("--config", metavar="FILE", help="a hybrid config.json (qwen3_next or nemotron_h), whose state is read without a model record")
+    p.add_argument("--context", metavar="N", required=True, help="tokens in the request's context (a whole number >= 1)")
+    p.add_argument("--device", metavar="ID", help="a device of knowledge/hardware (e.g. h100-sxm): requests that fit beside the weights")
+    p.add_argument("--kv-bytes", metavar="B", default="2", help="bytes per cached K/V element (default 2, BF16; 1 for FP8)")
+    p.add_argument("--state-bytes", metavar="B", default="2", help="bytes per recurrent-state element for --config (default 2; 4 for a float32 state)")
+    p.add_argument("--weight-bytes", metavar="B", default="2", help="bytes per weight for --device (default 2, BF16)")
+    shared(p, False)
+    p.set_defaults(handler=f"{_HERE}:run")
+
+
+def run(args) -> int:
+    from engine.cli.common import emit, root_of
+    from engine.core.errors import InputError
+    from engine.domain import models, state
+
+    root = root_of(args)
+    context = _whole(args.context, "--context")
+    kv_bytes = _number(args.kv_bytes, "--kv-bytes")
+    if args.config:
+        if args.device:
+            raise InputError("--device", "needs --model: a hybrid config's parameters are not counted exactly yet, so the weights' bytes are unknown")
+        result = state.hybrid_state(_read_config(args.config), context, kv_bytes, _number(args.state_bytes, "--state-bytes"), root)
+        emit(_render(result, None, getattr(args, "format", "text") or "text"))
+        return 0
+    try:
+        record = models.find(models.load_models(root), args.model)
+    except InputError as exc:
+        raise InputError("--model", exc.message) from None
+    result = state.request_state(record, context, kv_bytes, root)
+    fit = None
+    if args.device:
+        from engine.domain import hardware
+        from engine.kb.knowledge import load_single_folder
+
+        dev = hardware.find(load_single_folder(root, "hardware"), args.device, "--device")
+        fit = state.fit_requests(result, record["parameters"]["total"], dev.memory_bytes, dev.short_id, _number(args.weight_bytes, "--weight-bytes"))
+    emit(_render(result, fit, getattr(args, "format", "text") or "text"))
+    return 0
+
+
+def _read_config(path: str) -> dict:
+    import json
+
+    from engine.core.errors import InputError
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except OSError as exc:
+        raise InputError("--config", f"cannot read {path!r}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise InputError("--config", f"{path!r} is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InputError("--config", f"{path!r} holds no JSON object")
+    return data
+
+
+def _whole(text: str, field: str) -> int:
+    from engine.core.errors import InputError
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise InputError(field, f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise InputError(field, f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def _number(text: str, field: str) -> float:
+    import math
+
+    from engine.core.errors import InputError
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise InputError(field, f"expected a positive number of bytes, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(field, f"expected a positive number of bytes, got {text!r}")
+    return value
+
+
+def _gib(n: float) -> str:
+    return f"{n / 2**30:.3f} GiB"
+
+
+def _render(result, fit, fmt: str) -> str:
+    from engine.cli.render import table, to_json
+
+    if fmt == "json":
+        data = result.to_json()
+        if fit:
+            data["device"] = fit.__dict__
+        return to_json(data)
+    rows = [dict(r.__dict__, shown=_gib(r.bytes_per_request)) for r in result.rows]
+    rows.append(dict(kind="total", layers=sum(r.layers for r in result.rows), tokens_held="", bytes_per_request=result.total,
+                     shown=_gib(result.total), formula="FX801"))
+    head = f"{result.model.split(':', 1)[-1]}: persistent bytes of one request at {result.context_tokens} tokens (K/V {result.kv_bytes:g} B per element)"
+    lines = [f"## {head}" if fmt == "md" else head, "", table(rows, _COLUMNS, "md" if fmt == "md" else "text")]
+    if fit:
+        lines += ["", f"{fit.device}: {_gib(fit.memory_bytes)} - weights {_gib(fit.weight_bytes)} = {_gib(fit.free_bytes)} free; "
+                      f"{fit.requests} requests of {result.total} B fit"]
+    return "\n".join(lines).rstrip("\n")

@@ -1,0 +1,156 @@
+"""Persistent bytes one request holds, by layer kind: K/V of attention layers, the MLA latent, recurrent state.
+
+``request_state`` reads a model record and evaluates F8 (bytes per token across all layers),
+FX70 (one request's K/V, windowed layers capped at their window) and FX801 (the total with
+any recurrent layers, FX800). The shipped records have no recurrent layers (hybrid linear
+attention and Mamba configs are refused at import, engine.domain.model_config), so their
+recurrent row is empty; the formulas are ready for the records that will have them.
+``fit_requests`` divides a device's memory, less the weights, by that total.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.core.errors import InputError
+
+
+@dataclass(frozen=True)
+class LayerKind:
+    kind: str            # full_attention | sliding_attention | mla_latent | recurrent
+    layers: int
+    tokens_held: int     # tokens of this request each layer keeps (0 for a recurrent state)
+    bytes_per_request: int
+    formula: str
+
+
+@dataclass(frozen=True)
+class RequestState:
+    model: str
+    context_tokens: int
+    kv_bytes: float
+    rows: tuple[LayerKind, ...]
+    total: int
+    formulas: tuple[str, ...]
+
+    def to_json(self) -> dict:
+        return {"model": self.model, "context_tokens": self.context_tokens, "kv_bytes": self.kv_bytes,
+                "layer_kinds": [r.__dict__ for r in self.rows], "bytes_per_request": self.total, "formulas": list(self.formulas)}
+
+
+def request_state(record: dict, context_tokens: int, kv_bytes: float = 2, root=None) -> RequestState:
+    """The persistent bytes of one request of ``context_tokens`` tokens, by layer kind."""
+    from engine.domain.model_count import _Evaluator, formula_module, kv_bytes_per_token
+
+    if isinstance(context_tokens, bool) or not isinstance(context_tokens, int) or context_tokens < 1:
+        raise InputError("--context", f"expected a whole number of tokens >= 1, got {context_tokens!r}")
+    if not kv_bytes > 0:
+        raise InputError("--kv-bytes", f"expected a positive number of bytes per cached element, got {kv_bytes!r}")
+    cfg, d = record["config"], record["derived"]
+    layers = cfg["num_hidden_layers"]
+    per_token = kv_bytes_per_token(record, root, kv_bytes)          # F8, all layers
+    ev = _Evaluator(formula_module(root))
+    window = d.get("sliding_window") or {}
+    windowed, span = window.get("windowed_layers", 0), window.get("window", context_tokens)
+    kv_request = ev("FX70", kv_bytes_per_token=per_token, layers=layers, window_layers=windowed,
+                    context_tokens=context_tokens, sliding_window=span)
+    total = ev("FX801", kv_bytes_per_request=kv_request, recurrent_layers=0, recurrent_state_bytes_per_layer=0)
+    per_layer_token = per_token // layers
+    held = min(context_tokens, span)
+    full_kind = "mla_latent" if d["attention"] == "mla" else "full_attention"
+    rows = [LayerKind(full_kind, layers - windowed, context_tokens, (layers - windowed) * per_layer_token * context_tokens, "F8")]
+    if windowed:
+        rows.append(LayerKind("sliding_attention", windowed, held, windowed * per_layer_token * held, "FX70"))
+    rows = tuple(r for r in rows if r.layers)
+    if sum(r.bytes_per_request for r in rows) != total:  # the rows are a second reading of FX70
+        raise AssertionError(f"{record['id']}: rows sum to {sum(r.bytes_per_request for r in rows)}, FX70/FX801 give {total}")
+    return RequestState(record["id"], context_tokens, kv_bytes, rows, total, ("F8", "FX70", "FX801"))
+
+
+@dataclass(frozen=True)
+class Fit:
+    device: str
+    memory_bytes: float
+    weight_bytes: float
+    free_bytes: float
+    requests: int
+
+
+def fit_requests(state: RequestState, parameters: int, memory_bytes: float, device: str, weight_bytes: float = 2) -> Fit:
+    """Whole requests whose state fits in ``memory_bytes`` less the weights (parameters x weight_bytes)."""
+    if not weight_bytes > 0:
+        raise InputError("--weight-bytes", f"expected a positive number of bytes per weight, got {weight_bytes!r}")
+    weights = parameters * weight_bytes
+    free = memory_bytes - weights
+    if free <= 0:
+        raise InputError("--device", f"{device} holds {memory_bytes:.4g} B, less than the {weights:.4g} B of weights "
+                                     f"({parameters} parameters x {weight_bytes:g} B): no room for any request")
+    return Fit(device, memory_bytes, weights, free, int(free // state.total))
+
+
+# ------------------------------------------------------------------ hybrid configs (not records)
+def hybrid_state(config: dict, context_tokens: int, kv_bytes: float = 2, state_bytes: float = 2, root=None) -> RequestState:
+    """Persistent bytes of one request of a Qwen3-Next or Nemotron-H ``config.json`` by layer kind (F8, FX800, FX801).
+
+    These configs are refused as model records (their parameters are not counted exactly yet),
+    but their per-request state needs only the layer pattern and the state shapes.
+    """
+    from engine.domain.model_count import _Evaluator, formula_module
+
+    if isinstance(context_tokens, bool) or not isinstance(context_tokens, int) or context_tokens < 1:
+        raise InputError("--context", f"expected a whole number of tokens >= 1, got {context_tokens!r}")
+    if not state_bytes > 0:
+        raise InputError("--state-bytes", f"expected a positive number of bytes per state element, got {state_bytes!r}")
+    ev = _Evaluator(formula_module(root))
+    kind = config.get("model_type")
+    if kind == "qwen3_next":
+        attn, recurrent, per_layer = _qwen3_next(config, ev, state_bytes)
+    elif kind == "nemotron_h":
+        attn, recurrent, per_layer = _nemotron_h(config, ev, state_bytes)
+    else:
+        raise InputError("model_type", f"{kind!r}: hybrid state is read from qwen3_next and nemotron_h configs only")
+    kv = _hybrid_kv(config, kind, attn, context_tokens, kv_bytes, ev) if attn else 0
+    total = ev("FX801", kv_bytes_per_request=kv, recurrent_layers=recurrent, recurrent_state_bytes_per_layer=per_layer)
+    rows = (LayerKind("full_attention", attn, context_tokens, kv, "F8"), LayerKind("recurrent", recurrent, 0, recurrent * per_layer, "FX800"))
+    name = config.get("_name_or_path") or kind
+    return RequestState(str(name), context_tokens, kv_bytes, tuple(r for r in rows if r.layers), total, ("F8", "FX70", "FX800", "FX801"))
+
+
+def _hybrid_kv(config: dict, kind: str, attn: int, context_tokens: int, kv_bytes: float, ev) -> int:
+    head_dim = _need(config, "attention_head_dim" if kind == "nemotron_h" else "head_dim")
+    per_token = ev("F8", attention="gqa", layers=attn, kv_heads=_need(config, "num_key_value_heads"), heads=_need(config, "num_attention_heads"),
+                   head_dim=head_dim, kv_bytes=kv_bytes)
+    return ev("FX70", kv_bytes_per_token=per_token, layers=attn, window_layers=0, context_tokens=context_tokens, sliding_window=context_tokens)
+
+
+def _need(config: dict, key: str) -> int:
+    value = config.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(key, f"expected a whole number >= 1, got {value!r}")
+    return value
+
+
+def _qwen3_next(config: dict, ev, state_bytes: float) -> tuple[int, int, int]:
+    layers = _need(config, "num_hidden_layers")
+    types = config.get("layer_types")
+    if types is None:
+        interval = _need(config, "full_attention_interval")
+        types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers or set(types) - {"full_attention", "linear_attention"}:
+        raise InputError("layer_types", f"expected {layers} entries of full_attention or linear_attention")
+    per_layer = ev("FX800", recurrent_kind="gated_deltanet", linear_v_heads=_need(config, "linear_num_value_heads"),
+                   linear_k_heads=_need(config, "linear_num_key_heads"), linear_k_head_dim=_need(config, "linear_key_head_dim"),
+                   linear_v_head_dim=_need(config, "linear_value_head_dim"), conv_kernel=_need(config, "linear_conv_kernel_dim"), state_bytes=state_bytes)
+    full = types.count("full_attention")
+    return full, layers - full, per_layer
+
+
+def _nemotron_h(config: dict, ev, state_bytes: float) -> tuple[int, int, int]:
+    pattern = config.get("hybrid_override_pattern")
+    layers = _need(config, "num_hidden_layers")
+    if not isinstance(pattern, str) or len(pattern) != layers or set(pattern) - set("M*-"):
+        raise InputError("hybrid_override_pattern", f"expected {layers} characters of M (Mamba-2), * (attention) or - (MLP)")
+    per_layer = ev("FX800", recurrent_kind="mamba2", mamba_heads=_need(config, "mamba_num_heads"), mamba_head_dim=_need(config, "mamba_head_dim"),
+                   ssm_state_size=_need(config, "ssm_state_size"), mamba_groups=_need(config, "n_groups"), conv_kernel=_need(config, "conv_kernel"),
+                   state_bytes=state_bytes)
+    return pattern.count("*"), pattern.count("M"), per_layer

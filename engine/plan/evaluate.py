@@ -1,0 +1,157 @@
+"""One tile of the training search, vectorised: feasibility, memory and step time per point.
+
+Every term is a compiled formula (engine.numeric.compiled, the NumPy twin of each variant),
+called with the planner's values and the record's own defaults for the rest; no sympy.
+
+Step time of one optimizer step on one GPU (the terms each point reports):
+  compute   model FLOPs (F1, attention term included) over N GPUs at peak x efficiency
+  recompute_extra the FLOPs recomputation adds (FX412 over F1), at the same rate
+  tp_comm   TP activation all-reduces (F17) over the scale-up link (F20, nominal x efficiency), not overlapped (FX113 default)
+  bubble    (compute + recompute + tp_comm) x F13 / (1 - F13): the pipeline's idle share
+  pp_comm   stage-boundary P2P (F18) per micro-batch over the scale-out link
+  dp_comm   gradient all-reduce (F15; F16 with ZeRO-3) over the scale-out link unless the job fits one NVLink domain
+  ep_comm   MoE dispatch/combine All2All (F19) per token, MoE layers of the stage, scale-up when TP x EP fits the domain
+Memory per GPU: FX105 = F4 (ZeRO stage) + FX104 (F5 by recompute, FX300 logits, FX103 attention bytes),
+sequence parallelism on (sp_degree = tp_size), compared with F7's usable memory.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.plan.space import AXES, Space
+
+TERMS = ("compute", "recompute_extra", "tp_comm", "bubble", "pp_comm", "dp_comm", "ep_comm")
+
+
+class _Formulas:
+    """Calls of compiled variants by symbol name; inputs not given take the record's default."""
+
+    def __init__(self, root: str):
+        from engine.numeric import compiled
+
+        self.m = compiled.memoised(root)
+
+    def default(self, fid: str, name: str):
+        d = self.m.FORMULAS[fid]["symbols"][name]["default"]
+        return d[0] if isinstance(d, list) else d
+
+    def __call__(self, fid: str, key: str = "", **values):
+        meta = self.m.FORMULAS[fid]
+        variant = meta["variants"][key]
+        args = [values[n] if n in values else self.default(fid, n) for n in variant["inputs"]]
+        return getattr(self.m, variant["np"])(*args)
+
+
+def decode(space: Space, start: int, stop: int) -> dict[str, np.ndarray]:
+    """Axis values of the points start..stop-1 (int64 indices into each axis) and ``index``."""
+    index = np.arange(start, stop, dtype=np.int64)
+    rest = index.copy()
+    out: dict[str, np.ndarray] = {}
+    for axis, n in zip(reversed(AXES), reversed(space.shape), strict=True):
+        rest, i = np.divmod(rest, n)
+        out[axis] = i
+    out["index"] = index
+    return out
+
+
+def feasible_layout(space: Space, idx: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Integer constraints (no formulas): DP x TP x PP = N, TP within the NVLink domain and dividing
+    heads and KV heads, PP dividing layers, EP dividing experts and DP, micro-batches dividing the batch."""
+    tp = np.asarray(space.tp, dtype=np.int64)[idx["tp"]]
+    pp = np.asarray(space.pp, dtype=np.int64)[idx["pp"]]
+    ep = np.asarray(space.ep, dtype=np.int64)[idx["ep"]]
+    mb = np.asarray(space.mb, dtype=np.int64)[idx["mb"]]
+    zero = np.asarray(space.zero, dtype=np.int64)[idx["zero"]]
+    ok = (space.gpus % (tp * pp) == 0) & (tp <= space.nvlink_domain) & (space.heads % tp == 0) & (space.layers % pp == 0)
+    if space.kv_heads:
+        ok &= space.kv_heads % tp == 0
+    dp = space.gpus // (tp * pp)
+    ok &= space.global_batch % np.maximum(dp * mb, 1) == 0
+    ok &= (zero == 0) | (dp > 1)  # ZeRO over one rank shards nothing
+    if space.experts:
+        ok &= (space.experts % ep == 0) & (dp % ep == 0)
+    vals = dict(tp=tp, pp=pp, ep=ep, mb=mb, zero=zero, recompute=idx["recompute"], dp=dp, index=idx["index"])
+    return {k: v[ok] for k, v in vals.items()}, ok
+
+
+def _by_choice(choice: np.ndarray, options: list) -> np.ndarray:
+    return np.choose(choice, [np.broadcast_to(np.asarray(o, dtype=float), choice.shape) for o in options])
+
+
+def terms(space: Space, v: dict[str, np.ndarray], f: _Formulas | None = None) -> dict[str, np.ndarray]:
+    """Memory and step-time terms of the (already layout-feasible) points ``v``."""
+    f = f or _Formulas(space.root)
+    tp, pp, ep, mb, dp = (v[k].astype(float) for k in ("tp", "pp", "ep", "mb", "dp"))
+    s, h, L = float(space.seq), float(space.hidden), float(space.layers)
+    n_micro = space.global_batch / (dp * mb)
+    # memory (FX105 = F4 + FX104), usable F7
+    params_gpu = space.params - space.expert_params + space.expert_params / ep  # F4 is linear in params
+    states = _by_choice(v["zero"], [f("F4", str(z), params=params_gpu, tp_size=tp, pp_size=pp, dp_size=dp) for z in space.zero])
+    attn = f("FX103", "1" if space.flash else "0", seq_len=s)
+    per_layer = _by_choice(v["recompute"], [
+        f("F5", r, seq_len=s, micro_batch=mb, hidden=h, heads=space.heads, tp_size=tp, sp_degree=tp, act_bytes_attn=attn) for r in space.recompute])
+    logits = f("FX300", seq_len=s, micro_batch=mb, vocab_size=space.vocab, tp_size=tp)
+    acts = f("FX104", "non_interleaved", layers=L, activation_bytes_per_layer=per_layer, logits_activation_bytes=logits,
+             seq_len=s, micro_batch=mb, hidden=h, sp_degree=tp, pp_size=pp)
+    memory = f("FX105", model_state_bytes_per_gpu=states, activation_bytes_per_gpu=acts)
+    usable = f("F7", hbm_capacity=space.hbm)
+    # compute: F1 (model FLOPs of one step) and FX412 (recompute overhead)
+    tokens = float(space.global_batch * space.seq)
+    flops = f("F1", "include", params_active=space.params_active, train_tokens=tokens, layers=L, seq_len=s, heads=space.heads, head_dim=space.head_dim)
+    rate = space.gpus * space.peak * space.efficiency
+    compute = np.full(tp.shape, flops / rate)
+    over = _by_choice(v["recompute"], [f("FX412", r, seq_len=s, hidden=h, vocab_size=space.vocab, layers=L) for r in space.recompute])
+    recompute = compute * over
+    # tensor parallel: F17 per micro-batch (layers of one stage), n_micro of them
+    eff = f.default("F20", "bandwidth_efficiency")
+    hidden_frac = f.default("FX113", "comm_overlap_fraction")
+    tp_bytes = f("F17", tp_size=tp, micro_batch=mb, seq_len=s, hidden=h, layers=L, pp_size=pp)
+    tp_comm = n_micro * f("FX113", collective_time=f("F20", "nominal_discount", comm_bytes=tp_bytes, nominal_bandwidth=space.nvlink_bw,
+                                                     bandwidth_efficiency=eff, comm_latency=0.0), comm_overlap_fraction=hidden_frac)
+    bubble_frac = f("F13", "non_interleaved", pp_size=pp, n_micro_batches=n_micro)
+    bubble = (compute + recompute + tp_comm) * bubble_frac / (1 - bubble_frac)
+    pp_bytes = f("F18", pp_size=pp, micro_batch=mb, seq_len=s, hidden=h, tp_size=tp)
+    pp_comm = n_micro * f("F20", "nominal_discount", comm_bytes=pp_bytes, nominal_bandwidth=space.scaleout_bw, bandwidth_efficiency=eff, comm_latency=0.0)
+    # data parallel: F15 (ZeRO 0-2: reduce-scatter + all-gather move what an all-reduce moves) or F16 (ZeRO-3)
+    dp_bytes = np.where(v["zero"] == 3, f("F16", params=params_gpu, dp_size=dp, tp_size=tp, pp_size=pp),
+                        f("F15", params=params_gpu, dp_size=dp, tp_size=tp, pp_size=pp))
+    dp_bw = np.where(tp * pp * dp <= space.nvlink_domain, space.nvlink_bw, space.scaleout_bw)
+    dp_comm = f("FX113", collective_time=f("F20", "nominal_discount", comm_bytes=dp_bytes, nominal_bandwidth=dp_bw, bandwidth_efficiency=eff, comm_latency=0.0),
+                comm_overlap_fraction=hidden_frac)
+    if space.experts:
+        per_token = f("F19", top_k=space.top_k, hidden=h, ep_size=ep)
+        ep_bw = np.where(tp * ep <= space.nvlink_domain, space.nvlink_bw, space.scaleout_bw)
+        ep_bytes = per_token * mb * s * (L / pp) * n_micro
+        ep_comm = f("F20", "nominal_discount", comm_bytes=ep_bytes, nominal_bandwidth=ep_bw, bandwidth_efficiency=eff, comm_latency=0.0)
+    else:
+        ep_comm = np.zeros(tp.shape)
+    out = dict(compute=compute, recompute_extra=recompute, tp_comm=tp_comm, bubble=bubble, pp_comm=pp_comm, dp_comm=dp_comm, ep_comm=ep_comm)
+    out["step_time"] = compute + recompute + tp_comm + bubble + pp_comm + dp_comm + ep_comm
+    out.update(memory=memory, usable=np.broadcast_to(usable, tp.shape), states=states, activations=acts, n_micro=n_micro, bubble_fraction=bubble_frac)
+    return out
+
+
+def top_of_tile(space: Space, start: int, stop: int, k: int) -> tuple[list[tuple[float, int]], int, int]:
+    """The k fastest feasible points of start..stop-1 as (step_time, index), best first, with the
+    number of points and of feasible points; ties go to the lower index. Nothing else is kept."""
+    layout, _ = feasible_layout(space, decode(space, start, stop))
+    if layout["index"].size == 0:
+        return [], stop - start, 0
+    t = terms(space, layout)
+    fits = t["memory"] <= t["usable"]
+    time, index = t["step_time"][fits], layout["index"][fits]
+    order = np.lexsort((index, time))[:k]
+    return [(float(time[i]), int(index[i])) for i in order], stop - start, int(fits.sum())
+
+
+def describe(space: Space, index: int) -> dict:
+    """Every term of one point, as plain numbers (the same code path as the tiles)."""
+    layout, ok = feasible_layout(space, decode(space, index, index + 1))
+    point = space.point(index)
+    if not ok[0]:
+        return dict(point, index=index, feasible=False)
+    t = terms(space, layout)
+    out = dict(point, index=index, feasible=bool(t["memory"][0] <= t["usable"][0]), dp=int(layout["dp"][0]))
+    out.update({k: float(np.asarray(val)[0]) for k, val in t.items()})
+    return out

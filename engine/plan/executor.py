@@ -1,0 +1,100 @@
+"""Executors of a search: serial (the reference), a local process pool, and Dask.
+
+The space is cut into tiles of at most ``tile`` points (about 1e6 by default); each tile is
+evaluated and reduced to its own top k on the worker (engine.plan.evaluate.top_of_tile), so
+no executor ever holds all points. The merge orders by (step time, point index), the same
+total order every tile uses, so every executor returns exactly what serial returns.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from enum import StrEnum
+
+from engine.core.errors import InputError
+from engine.plan.space import Space
+
+TILE = 1_000_000
+
+
+class Kind(StrEnum):
+    SERIAL = "serial"
+    PROCESS = "process"
+    DASK = "dask"
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """The merged result: the best (step_time, index) pairs, best first, and the counts."""
+
+    top: tuple[tuple[float, int], ...]
+    points: int
+    feasible: int
+    tiles: int
+    executor: str
+
+
+def tiles(size: int, tile: int = TILE) -> list[tuple[int, int]]:
+    if tile < 1:
+        raise InputError("--tile", f"{tile!r} is not a positive number of points")
+    return [(a, min(a + tile, size)) for a in range(0, size, tile)]
+
+
+def _one(args: tuple) -> tuple[list[tuple[float, int]], int, int]:
+    from engine.plan.evaluate import top_of_tile
+
+    space, start, stop, k = args
+    return top_of_tile(space, start, stop, k)
+
+
+def _merge(parts, k: int, n_tiles: int, kind: str) -> Found:
+    parts = list(parts)
+    best = heapq.nsmallest(k, (c for top, _, _ in parts for c in top))
+    return Found(tuple(best), sum(p[1] for p in parts), sum(p[2] for p in parts), n_tiles, kind)
+
+
+def run_serial(space: Space, k: int, tile: int = TILE) -> Found:
+    work = [(space, a, b, k) for a, b in tiles(space.size, tile)]
+    return _merge(map(_one, work), k, len(work), Kind.SERIAL)
+
+
+def run_process(space: Space, k: int, tile: int = TILE, workers: int | None = None) -> Found:
+    from concurrent.futures import ProcessPoolExecutor
+
+    work = [(space, a, b, k) for a, b in tiles(space.size, tile)]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return _merge(pool.map(_one, work), k, len(work), Kind.PROCESS)
+
+
+def run_dask(space: Space, k: int, tile: int = TILE, client=None, address: str | None = None, workers: int = 2) -> Found:
+    """On a Dask client: ``client`` if given, else a scheduler at ``address``, else a local
+    cluster of ``workers`` processes on 127.0.0.1 started and stopped here."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise InputError("--executor", "dask needs the optional extra: pip install 'aiinfra[dask]' (dask[distributed])") from None
+    work = [(space, a, b, k) for a, b in tiles(space.size, tile)]
+    if client is not None:
+        return _merge(client.gather(client.map(_one, work, pure=False)), k, len(work), Kind.DASK)
+    if address:
+        with Client(address) as c:
+            return _merge(c.gather(c.map(_one, work, pure=False)), k, len(work), Kind.DASK)
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None) as cluster, Client(cluster) as c:
+        return _merge(c.gather(c.map(_one, work, pure=False)), k, len(work), Kind.DASK)
+
+
+def run(space: Space, k: int, executor: str = "serial", tile: int = TILE, workers: int | None = None, **options) -> Found:
+    try:
+        kind = Kind(executor)
+    except ValueError:
+        raise InputError("--executor", f"{executor!r} is not one of {', '.join(Kind)}") from None
+    if k < 1:
+        raise InputError("--top", f"{k!r} is not a positive integer")
+    if workers is not None and workers < 1:
+        raise InputError("--workers", f"{workers!r} is not a positive integer")
+    if kind is Kind.SERIAL:
+        return run_serial(space, k, tile)
+    if kind is Kind.PROCESS:
+        return run_process(space, k, tile, workers)
+    return run_dask(space, k, tile, workers=workers or 2, **options)

@@ -1,0 +1,64 @@
+"""``aiinfra plan``: the training planner's front door (search, then explain the winners)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine.plan.evaluate import TERMS, describe
+from engine.plan.executor import TILE, Found, run
+from engine.plan.space import COMPUTE_EFFICIENCY_NOTE, SCALEOUT_SOURCE, Space, build
+
+# what each overhead term means when it is the one that limits a configuration
+LIMIT = {"recompute_extra": "memory (recomputation needed to fit)", "tp_comm": "comm (tensor-parallel all-reduces)", "bubble": "bubble (pipeline idle)",
+         "pp_comm": "comm (pipeline P2P)", "dp_comm": "comm (data-parallel gradients)", "ep_comm": "comm (expert All2All)"}
+MEMORY_TIGHT = 0.9  # a configuration using this share of usable memory is also reported as memory-bound
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    space: Space
+    found: Found
+    rows: tuple[dict, ...]
+    why: str
+    assumptions: tuple[str, ...] = field(default=())
+
+
+def binding(row: dict) -> str:
+    """The largest overhead over pure compute, and memory when it is nearly full."""
+    worst = max((t for t in TERMS if t != "compute"), key=lambda t: (row[t], t))
+    text = LIMIT[worst] if row[worst] > 0 else "compute"
+    share = row["memory"] / row["usable"]
+    return text + (f"; memory {share:.0%} of usable" if share >= MEMORY_TIGHT else "")
+
+
+def why(best: dict, nxt: dict | None) -> str:
+    if nxt is None:
+        return "only one feasible configuration"
+    diffs = {t: nxt[t] - best[t] for t in TERMS}
+    term = max(diffs, key=lambda t: (abs(diffs[t]), t))
+    gap = nxt["step_time"] - best["step_time"]
+    if gap == 0:
+        return f"#2 ties #1 on step time ({best['step_time']:.4g} s); #1 is first by the tie-break (smaller TP, PP, EP, micro-batch, ZeRO, lighter recompute)"
+    return (f"#1 beats #2 by {gap:.4g} s per step ({gap / nxt['step_time']:.2%}); the term that differs most is {term} "
+            f"({best[term]:.4g} s vs {nxt[term]:.4g} s)")
+
+
+def plan(root, model: str, device: str, gpus: int, *, top: int = 5, executor: str = "serial", tile: int = TILE, workers: int | None = None,
+         **space_options) -> Plan:
+    space = build(root, model, device, gpus, **space_options)
+    found = run(space, top, executor, tile, workers)
+    rows = []
+    for rank, (_, index) in enumerate(found.top, 1):
+        row = describe(space, index)
+        row["rank"] = rank
+        row["mfu"] = row["compute"] * space.efficiency / row["step_time"]
+        row["binding"] = binding(row)
+        rows.append(row)
+    text = why(rows[0], rows[1] if len(rows) > 1 else None) if rows else "no configuration fits"
+    notes = (f"scale-out bandwidth {space.scaleout_bw / 1e9:g} GB/s per GPU" + (f" ({SCALEOUT_SOURCE})" if space.scaleout_bw == 50e9 else " (given)"),
+             f"compute efficiency {space.efficiency:g}" + (f" ({COMPUTE_EFFICIENCY_NOTE})" if space.efficiency == 0.6 else " (given)"),
+             "sequence parallelism on with TP (sp_degree = tp_size); FlashAttention " + ("on (FX103 variant 1)" if space.flash else "off (FX103 variant 0)"),
+             "1F1B non-interleaved pipeline; tensor-parallel and data-parallel communication not overlapped (FX113 default overlap 0); no context parallelism",
+             "DP x TP x PP = GPUs; EP is carved out of DP (EP divides DP and the experts); ranks ordered TP innermost, so TP stays in one NVLink domain",
+             "activations are those of a GPT layer (Korthikanti et al.); MoE expert activations and load imbalance are not counted")
+    return Plan(space, found, tuple(rows), text, notes)

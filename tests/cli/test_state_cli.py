@@ -1,0 +1,89 @@
+"""``aiinfra state``: text, json and md output, --device, and bad input (exit 2, one line naming the field)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.cli.main import main
+
+
+def run(argv, capsys):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_text(capsys):
+    # Qwen/Qwen3-8B: 2 x 36 x 8 x 128 x 2 B = 147456 B per token, x 1000 tokens = 147456000 B
+    code, out, _ = run(["state", "--model", "qwen3-8b", "--context", "1000"], capsys)
+    assert code == 0
+    assert "full_attention" in out and "147456000" in out and "total" in out
+
+
+def test_json_with_device(capsys):
+    # gemma-3-27b-it at 32768 tokens: 3120562176 B per request (FX70's worked example);
+    # h100-sxm 80e9 B - the record's parameter total x 2 B; json carries the layer kinds and the fit
+    code, out, _ = run(["state", "--model", "gemma-3-27b-it", "--context", "32768", "--device", "h100-sxm", "--format", "json"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    assert data["bytes_per_request"] == 3120562176
+    kinds = {k["kind"]: k["bytes_per_request"] for k in data["layer_kinds"]}
+    assert kinds == {"full_attention": 2684354560, "sliding_attention": 436207616}
+    assert data["device"]["memory_bytes"] == 80e9
+    assert data["device"]["requests"] == int((80e9 - data["device"]["weight_bytes"]) // 3120562176)
+
+
+def test_fit_count_by_hand(capsys):
+    # Qwen3-8B on h100-sxm at 1000 tokens: (80e9 - 8190735360 x 2) / 147456000 = 431.4 -> 431
+    code, out, _ = run(["state", "--model", "qwen3-8b", "--context", "1000", "--device", "h100-sxm"], capsys)
+    assert code == 0
+    assert "431 requests" in out
+
+
+def test_md(capsys):
+    # deepseek-v3: 61 x (512 + 64) x 2 B = 70272 B per token, x 8192 = 575668224 B of MLA latent
+    code, out, _ = run(["state", "--model", "deepseek-v3", "--context", "8192", "--format", "md"], capsys)
+    assert code == 0
+    assert "| mla_latent | 61 | 8192 | 575668224 |" in out
+
+
+@pytest.mark.parametrize("argv, field", [
+    (["--model", "qwen3-8b", "--context", "abc"], "--context"),
+    (["--model", "qwen3-8b", "--context", "0"], "--context"),
+    (["--model", "nope", "--context", "5"], "--model"),
+    (["--model", "qwen3-8b", "--context", "5", "--kv-bytes", "-1"], "--kv-bytes"),
+    (["--model", "qwen3-8b", "--context", "5", "--device", "nope"], "--device"),
+    (["--model", "qwen3-8b", "--context", "5", "--device", "h100-sxm", "--weight-bytes", "x"], "--weight-bytes"),
+    (["--model", "deepseek-v3", "--context", "5", "--device", "h200", "--weight-bytes", "1"], "--device"),
+])
+def test_bad_input(argv, field, capsys):
+    code, out, err = run(["state", *argv], capsys)
+    assert code == 2
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1 and field in err
+
+
+def test_missing_context(capsys):
+    code, _, err = run(["state", "--model", "qwen3-8b"], capsys)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and "--context" in err
+
+
+def test_hybrid_config(tmp_path, capsys):
+    # the Qwen3-Next config copy of tests/domain/test_arch_refusals.py: 12 full-attention layers,
+    # KV 24576 B per token x 32768 = 805306368 B; 36 Gated DeltaNet layers x 1097728 B = 39518208 B
+    from tests.domain.test_arch_refusals import QWEN3_NEXT
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(QWEN3_NEXT))
+    code, out, _ = run(["state", "--config", str(path), "--context", "32768", "--format", "json"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    assert {k["kind"]: k["bytes_per_request"] for k in data["layer_kinds"]} == {"full_attention": 805306368, "recurrent": 39518208}
+    assert data["bytes_per_request"] == 844824576
+    code, out, err = run(["state", "--config", str(path), "--context", "10", "--device", "h100-sxm"], capsys)
+    assert code == 2 and "--device" in err and len(err.strip().splitlines()) == 1
+    code, out, err = run(["state", "--config", str(tmp_path / "missing.json"), "--context", "10"], capsys)
+    assert code == 2 and "--config" in err

@@ -1,0 +1,60 @@
+"""Executors: process pool and Dask return exactly what serial returns (tiles reduced on workers)."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.plan import executor
+from engine.plan.space import build
+
+ROOT = "."
+
+
+@pytest.fixture(scope="module")
+def dense():
+    return build(ROOT, "llama-3.1-8b", "h100-sxm", 64, global_batch=256, seq=4096, micro_batches=8)
+
+
+@pytest.fixture(scope="module")
+def moe():
+    return build(ROOT, "mixtral-8x7b", "h100-sxm", 64, global_batch=128, seq=4096, micro_batches=2)
+
+
+def test_tiles_cover_the_space_once():
+    assert executor.tiles(10, 4) == [(0, 4), (4, 8), (8, 10)]
+
+
+def test_serial_is_the_same_whatever_the_tile(dense):
+    one = executor.run(dense, 7, "serial", tile=dense.size)
+    many = executor.run(dense, 7, "serial", tile=9_973)
+    assert one.tiles == 1 and many.tiles > 5
+    assert one.top == many.top and (one.points, one.feasible) == (many.points, many.feasible) == (dense.size, one.feasible)
+    assert one.feasible > 7
+
+
+@pytest.mark.parametrize("space", ["dense", "moe"])
+def test_process_pool_equals_serial(space, request):
+    s = request.getfixturevalue(space)
+    serial = executor.run(s, 10, "serial", tile=20_000)
+    pool = executor.run(s, 10, "process", tile=20_000, workers=2)
+    assert pool.top == serial.top and (pool.points, pool.feasible, pool.tiles) == (serial.points, serial.feasible, serial.tiles)
+
+
+def test_dask_two_local_workers_equal_serial(dense, moe):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        assert len(client.scheduler_info()["workers"]) == 2
+        for s in (dense, moe):
+            serial = executor.run(s, 10, "serial", tile=20_000)
+            found = executor.run_dask(s, 10, tile=20_000, client=client)
+            assert found.top == serial.top
+            assert (found.points, found.feasible, found.tiles) == (serial.points, serial.feasible, serial.tiles)
+            assert found.executor == "dask"
+
+
+def test_unknown_executor_is_refused(dense):
+    from engine.core.errors import InputError
+
+    with pytest.raises(InputError, match="--executor"):
+        executor.run(dense, 3, "mpi")

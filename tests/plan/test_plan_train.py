@@ -1,0 +1,86 @@
+"""The training planner: memory and step-time terms by hand arithmetic, constraints, the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.cli.main import main
+from engine.plan.evaluate import describe
+from engine.plan.space import AXES, build
+
+ROOT = "."
+
+
+def index(space, **values) -> int:
+    i = 0
+    for axis in AXES:
+        options = getattr(space, axis)
+        i = i * len(options) + options.index(values[axis])
+    return i
+
+
+@pytest.fixture(scope="module")
+def space70():
+    return build(ROOT, "llama-3.1-70b", "h100-sxm", 1024, global_batch=1024, seq=8192)
+
+
+def test_memory_and_compute_of_one_layout_by_hand(space70):
+    row = describe(space70, index(space70, tp=8, pp=4, ep=1, mb=1, zero=1, recompute="full"))
+    assert row["feasible"] and row["dp"] == 32  # 1024 / (8 x 4)
+    # Llama-3.1-70B: 70,553,706,496 parameters (Hub safetensors metadata, meta-llama/Llama-3.1-70B@349b2ddb),
+    # hidden 8192, 80 layers, 64 heads, head_dim 128 (config.json). ZeRO-1, F4: (2 + 2 + 12/32) x N / (8 x 4)
+    n = 70_553_706_496
+    assert row["states"] == pytest.approx((2 + 2 + 12 / 32) * n / 32, rel=1e-12)
+    # full recompute, F5: 2 s b h / sp (sp = tp = 8); FX104 (pp > 1): L x that + 1 x s b h pp / sp
+    per_layer = 2 * 8192 * 1 * 8192 / 8
+    assert row["activations"] == pytest.approx(80 * per_layer + 8192 * 8192 * 4 / 8, rel=1e-12)
+    # usable memory, F7: 80e9 x 0.9 x (1 - 0.12) = 63.36e9 B (H100 SXM 80 GB, NVIDIA datasheet)
+    assert row["usable"] == pytest.approx(63.36e9)
+    # F1 with the attention term: 6 (N + 2 L s a d) per token, 1024 x 8192 tokens, over 1024 x 989.4e12 x 0.6
+    flops = 6 * (n + 2 * 80 * 8192 * 64 * 128) * 1024 * 8192
+    assert row["compute"] == pytest.approx(flops / (1024 * 989.4e12 * 0.6), rel=1e-12)
+    # F13: (p - 1)/(m + p - 1) with m = 1024 / (32 x 1) = 32 micro-batches
+    assert row["bubble_fraction"] == pytest.approx(3 / 35)
+
+
+def test_layout_constraints(space70):
+    assert not describe(space70, index(space70, tp=16, pp=4, ep=1, mb=1, zero=1, recompute="full"))["feasible"]  # TP beyond NVLink 8
+    assert not describe(space70, index(space70, tp=3, pp=4, ep=1, mb=1, zero=1, recompute="full"))["feasible"]  # 1024 % 12 != 0
+    assert not describe(space70, index(space70, tp=8, pp=3, ep=1, mb=1, zero=1, recompute="full"))["feasible"]  # 80 % 3 != 0
+    assert not describe(space70, index(space70, tp=1, pp=1, ep=1, mb=1, zero=0, recompute="none"))["feasible"]  # 16 x 70.6e9 B > 63.36e9
+
+
+def test_cli_text_json_csv(capsys):
+    args = ["plan", "--model", "llama-3.1-8b", "--device", "h100-sxm", "--gpus", "64", "--global-batch", "256", "--seq", "4096", "--top", "3"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "binding constraint" in out and "#1 " in out
+    assert main(args + ["--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["configurations"]) == 3
+    for c in data["configurations"]:
+        assert c["tp"] * c["pp"] * c["dp"] == 64 and c["tp"] <= 8 and c["memory"] <= c["usable"]
+    times = [c["step_time"] for c in data["configurations"]]
+    assert times == sorted(times)
+    assert main(args + ["--format", "csv"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("rank,tp,pp,dp")
+
+
+@pytest.mark.parametrize(("extra", "field"), [
+    (["--gpus", "0"], "--gpus"),
+    (["--gpus", "8", "--seq", "-1"], "--seq"),
+    (["--gpus", "8", "--compute-efficiency", "1.5"], "--compute-efficiency"),
+    (["--gpus", "8", "--top", "0"], "--top"),
+])
+def test_bad_input_is_one_line_naming_the_field(capsys, extra, field):
+    assert main(["plan", "--model", "llama-3.1-8b", "--device", "h100-sxm", *extra]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and field in err[0]
+
+
+def test_unknown_model_names_the_option(capsys):
+    assert main(["plan", "--model", "nope", "--device", "h100-sxm", "--gpus", "8"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("aiinfra: error: --model: no model 'nope'")
