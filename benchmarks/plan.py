@@ -2,7 +2,8 @@
 process pool vs 2 local Dask workers (loopback), for the same space; each result is checked
 equal to serial. Tiles are reduced to their top k on the worker, so memory stays at one tile.
 
-Usage: ``python benchmarks/plan.py [--model ID] [--gpus N] [--tile P] [--workers W] [--root DIR]``.
+Usage: ``python benchmarks/plan.py [--model ID] [--gpus N] [--tile P] [--workers W] [--root DIR]``;
+``--serve`` times ``plan serve`` instead (serial vs process pool over tiles of --serve-tile points, same front).
 A 1e8-point search: ``--max-micro-batch 520`` (405B on 16,384 GPUs: 128 x 126 x 520 x 4 x 3 = 100,638,720 points);
 the peak resident memory of this process is printed at the end.
 """
@@ -31,7 +32,11 @@ def main() -> int:
     ap.add_argument("--tile", type=int, default=1_000_000)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--root", default=str(Path(__file__).resolve().parent.parent))
+    ap.add_argument("--serve", action="store_true", help="benchmark plan serve (mixtral-8x7b unless --model is given) instead")
+    ap.add_argument("--serve-tile", type=int, default=4096)
     a = ap.parse_args()
+    if a.serve:
+        return serve(a)
     space = build(a.root, a.model, a.device, a.gpus, global_batch=a.global_batch, seq=a.seq, micro_batches=a.max_micro_batch)
     executor.run(space, 5, "serial", tile=min(a.tile, 10_000))  # warm the compiled-formula cache
     print(f"{a.model} on {a.gpus} x {a.device}: {space.size:,} points, tiles of {a.tile:,}")
@@ -53,6 +58,25 @@ def main() -> int:
     import resource
 
     print(f"peak resident memory of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    return 0
+
+
+def serve(a) -> int:
+    from engine.plan.serve import plan_serve
+
+    model = "mixtral-8x7b" if a.model == "llama-3.1-405b" else a.model
+    args = dict(prompt=2048, output=512, ttft=1.0, tpot=0.05, qps=20, max_batch=512, prune="bound")
+    plan_serve(a.root, model, a.device, keep_rows=False, **args)  # warm the caches
+    reference = None
+    for kind in ("serial", "process"):
+        t = time.perf_counter()
+        r = plan_serve(a.root, model, a.device, executor=kind, workers=None if kind == "serial" else a.workers, tile_size=a.serve_tile,
+                       keep_rows=False, **args)
+        dt = time.perf_counter() - t
+        reference = reference or r
+        same = "equal to serial" if (r.front, r.cheapest, r.feasible) == (reference.front, reference.cheapest, reference.feasible) else "DIFFERS FROM SERIAL"
+        print(f"serve {kind:<8} {r.points / dt:>12,.0f} points/s  ({dt:.2f} s, {r.points:,} points, {r.tiles} tiles, "
+              f"{r.pruned_bound:,} pruned by FX134; {same})")
     return 0
 
 

@@ -38,6 +38,7 @@ def check(k: Knowledge) -> list[Problem]:
     problems += _calculators(k)
     problems += _archs(k)
     problems += _trees(k)
+    problems += _systems(k)
     return sorted(set(problems))
 
 
@@ -181,6 +182,15 @@ def _hardware(k: Knowledge) -> list[Problem]:
     from engine.domain import hardware
 
     return list(hardware.problems(k))
+
+
+def _systems(k: Knowledge) -> list[Problem]:
+    """System records: the GPU device exists, GPUs x its TDP fit in the system power, the stated GPU memory is the devices' sum."""
+    if not getattr(k, "systems", None):
+        return []
+    from engine.domain import systems
+
+    return systems.problems(k)
 
 
 def _dangling(k: Knowledge, graph) -> list[Problem]:

@@ -23,7 +23,8 @@ def list_(args) -> int:
     return 0
 
 
-FAST_FLAGS = {"--set": "sets", "--model": "model", "--device": "device", "--precision": "precision", "--format": "format", "--root": "root"}
+FAST_FLAGS = {"--set": "sets", "--model": "model", "--device": "device", "--precision": "precision", "--format": "format", "--root": "root",
+              "--system": "system", "--grid": "grid"}
 
 
 def fast_args(argv: list[str]):
@@ -37,7 +38,7 @@ def fast_args(argv: list[str]):
 
     if len(argv) < 2 or argv[0] != "calc" or argv[1].startswith("-") or argv[1] == "list":
         return None
-    args = SimpleNamespace(verb="calc", action=argv[1], sets=[], model=None, device=None, precision="bf16", format="text",
+    args = SimpleNamespace(verb="calc", action=argv[1], sets=[], model=None, device=None, system=None, grid=None, precision="bf16", format="text",
                            root=None, explain=False, sweep=None, points=32, log=False, plot=None)
     pairs = scan_options(argv[2:], FAST_FLAGS, ("--explain",))
     if pairs is None or any(name is None for name, _ in pairs):
@@ -72,6 +73,10 @@ def run(args) -> int:
     presets = preset_mod.precision_values(args.precision)  # kv_bytes follows --precision unless given
     if getattr(args, "model", None) or getattr(args, "device", None):
         presets.update(preset_mod.cached(root, args.model, args.device, args.precision))
+    if getattr(args, "system", None) or getattr(args, "grid", None):  # knowledge/systems, knowledge/carbon_intensity.yaml
+        from engine.domain import systems
+
+        presets.update(systems.preset_values(root, args.system, args.grid))
     sweep_spec = getattr(args, "sweep", None)
     plot = getattr(args, "plot", None)
     if plot is not None and not sweep_spec:

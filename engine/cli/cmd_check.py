@@ -61,6 +61,8 @@ def _fresh(root) -> tuple[dict, list]:
         "devices": len(knowledge.hardware),
         "calculators": len(knowledge.calculators),
         "architectures": len(knowledge.reference_architectures),
+        "systems": len(knowledge.systems),
+        "grid presets": len(knowledge.carbon_intensity),
         "trees": len(tree_files(knowledge.root)),
     }
     return counts, problems

@@ -51,7 +51,7 @@ def describe(rec: dict, root) -> dict:
     else:
         reproduced = counted["total"] == ref["total"]
     computed = {"total": counted["total"], "active": counted["active"], "reproduces_reference": reproduced, "parts": counted["parts"],
-                "formulas": counted["formulas"], "missing_formulas": counted["missing_formulas"],
+                "formulas": counted["formulas"], "extra_formulas": counted["extra_formulas"], "missing_formulas": counted["missing_formulas"],
                 "kv_bytes_per_token_bf16": kv_bytes_per_token(rec, root, 2)}
     return {**rec, "computed": computed}
 
@@ -94,8 +94,9 @@ def _document(d: dict, md: bool) -> str:
     out += ["", "derived:"]
     out.append(table([{"key": k, "value": _value(v)} for k, v in dv.items()], [("key", "decision"), ("value", "value")], "md" if md else "text"))
     out += ["", "parameters:"]
-    parts = [{"part": k, "parameters": v, "formula": comp["missing_formulas"].get(k, "")} for k, v in comp["parts"].items()]
-    out.append(table(parts, [("part", "part"), ("parameters", "parameters"), ("formula", "not yet in a formula")], "md" if md else "text"))
+    parts = [{"part": k, "parameters": v, "formula": f"{comp['extra_formulas'][k]}: {comp['missing_formulas'][k]}" if k in comp["extra_formulas"] else ""}
+             for k, v in comp["parts"].items()]
+    out.append(table(parts, [("part", "part"), ("parameters", "parameters"), ("formula", "extra term: its formula, and why FX10-FX18 lack it")], "md" if md else "text"))
     verdict = "reproduces" if comp["reproduces_reference"] else "DOES NOT reproduce"
     out += ["", f"total {comp['total']} ({billions(comp['total'])}), active per token {comp['active']} ({billions(comp['active'])})",
             f"reference ({p['matches']}): {p['total']}" + (f" within {p['rel_tol']:g} relative" if p.get("rel_tol") else "")

@@ -9,8 +9,14 @@ from __future__ import annotations
 EXAMPLES = """examples:
   aiinfra plan --model llama-3.1-405b --device h100-sxm --gpus 16384 --global-batch 2048 --seq 8192
   aiinfra plan --model llama-3.1-70b --device h100-sxm --gpus 1024 --global-batch 1024 --executor process --format json
+  aiinfra plan serve --model llama-3.1-70b --device h100-sxm --prompt 4096 --output 512 --ttft 2s --tpot 60ms --demand 200000
+  aiinfra plan serve --model mixtral-8x7b --device h100-sxm --prompt 1024 --output 256 --ttft 1s --tpot 50ms --qps 10 --format csv
 Every point of TP x PP x EP x micro-batch x ZeRO stage x recompute is checked (DP = GPUs / (TP x PP));
-the fastest that fit are printed with what limits each, and why the first beats the second.
+the fastest that fit are printed with what limits each, and why the first beats the second; layouts
+that differ only by ZeRO stage and tie are folded (--all lists them).
+serve: co-located or prefill/decode-split instances of TP (x EP) x decode batch against TTFT/TPOT;
+the Pareto front of tokens/s per GPU vs per user, the fewest GPUs for --demand/--qps, and how many
+points FX134's batch bound and the pd-disaggregation tree pruned.
 """
 
 
@@ -55,14 +61,24 @@ def add_parsers(verbs, Parser, shared) -> None:
     p.add_argument("--workers", type=_int, metavar="W", help="processes for --executor process|dask (default: CPUs; dask 2)")
     p.add_argument("--scheduler", metavar="ADDRESS", help="with --executor dask: a running scheduler (default: a local cluster on 127.0.0.1)")
     p.add_argument("--tile", type=_int, default=1_000_000, metavar="P", help="points per tile, each reduced on its worker (default 1e6)")
+    p.add_argument("--all", action="store_true", help="train: list layouts that differ only by ZeRO stage and tie on step time (default: folded)")
     s = p.add_argument_group("serve (aiinfra plan serve)")
     s.add_argument("--prompt", type=_int, metavar="P", help="prompt tokens per request")
     s.add_argument("--output", type=_int, metavar="O", help="output tokens per request")
     s.add_argument("--ttft", metavar="T", help="time-to-first-token target, e.g. 500ms")
     s.add_argument("--tpot", metavar="T", help="time-per-output-token target, e.g. 50ms")
     s.add_argument("--demand", type=_float, metavar="TOK/S", help="output tokens/s the fleet must serve (default: one replica)")
+    s.add_argument("--qps", type=_float, metavar="REQ/S", help="requests/s instead of --demand (demand = qps x output, FX86)")
     s.add_argument("--max-batch", type=_int, default=256, metavar="B", help="largest decode batch tried (default 256)")
-    s.add_argument("--mfu", type=_float, metavar="F", help="prefill MFU (default: the device's measured MFU)")
+    s.add_argument("--max-ep", type=_int, default=64, metavar="E", help="largest expert-parallel group tried for MoE models (default 64)")
+    s.add_argument("--mfu", type=_float, metavar="F", help="prefill and decode-compute MFU (default: the device's measured MFU)")
+    s.add_argument("--mbu", type=_float, default=1.0, metavar="F", help="share of peak HBM bandwidth decode reads reach (default 1)")
+    s.add_argument("--allreduce-latency", metavar="T", help="FX50 latency per ring step of a TP all-reduce, e.g. 5us (default: FX50's 20us)")
+    s.add_argument("--kv-link-bandwidth", type=_float, metavar="GB/s", help="split: KV transfer bandwidth per request in GB/s (default 50)")
+    s.add_argument("--waterline", type=_float, metavar="F", help="FX87 capacity waterline (default: the record's 0.7)")
+    s.add_argument("--no-split", action="store_true", help="co-located instances only (no prefill/decode pools)")
+    s.add_argument("--prune", choices=("all", "bound", "none"), default="all",
+                   help="all (default): FX134 batch bound and the pd-disaggregation tree; bound: FX134 only (never changes the result); none")
     s.add_argument("--svg", metavar="FILE.svg", help="also draw the Pareto front to FILE (needs matplotlib)")
     shared(p, False)
     p.set_defaults(handler="engine.cli.cmd_plan:run")
@@ -90,7 +106,7 @@ def run(args) -> int:
         options["compute_efficiency"] = args.compute_efficiency
     extra = {"address": args.scheduler} if args.scheduler and args.executor == "dask" else {}
     result = plan(root_of(args), args.model, args.device, args.gpus, top=args.top, executor=args.executor, tile=args.tile,
-                  workers=args.workers, **options, **extra)
+                  workers=args.workers, fold=not args.all, **options, **extra)
     emit(render(result, args.format))
     return 0
 
@@ -111,7 +127,7 @@ def render(result, fmt: str) -> str:
             f"{f.feasible:,} fit")
     if fmt == "json":
         return to_json({"gpus": s.gpus, "global_batch": s.global_batch, "seq": s.seq, "points": f.points, "feasible": f.feasible,
-                        "tiles": f.tiles, "executor": f.executor, "configurations": list(result.rows), "why": result.why,
+                        "tiles": f.tiles, "executor": f.executor, "configurations": list(result.rows), "folded": result.folded, "why": result.why,
                         "assumptions": list(result.assumptions)})
     rows = _rows(result)
     if fmt == "csv":
@@ -119,7 +135,9 @@ def render(result, fmt: str) -> str:
     body = table(rows, COLUMNS, fmt) if rows else "no configuration fits the memory of one GPU"
     bullet = "- " if fmt == "md" else "  "
     notes = "\n".join(bullet + a for a in result.assumptions)
-    return f"{head}\n\n{body}\n\n{result.why}\n\nassumptions:\n{notes}"
+    fold = (f"\n{result.folded} layout(s) that differ only by ZeRO stage and tie on step time were folded into the rows above "
+            "(the lowest-memory stage kept; --all lists them)") if result.folded else ""
+    return f"{head}\n\n{body}{fold}\n\n{result.why}\n\nassumptions:\n{notes}"
 
 
 def _seconds(text, field: str) -> float:
@@ -137,7 +155,22 @@ def _seconds(text, field: str) -> float:
     return q.value
 
 
-SERVE_COLUMNS = [("tp", "TP"), ("batch", "batch"), ("ttft_ms", "TTFT ms"), ("tpot_ms", "TPOT ms"), ("user_tokens_per_s", "tok/s per user"), ("tokens_per_s_per_gpu", "tok/s per GPU")]
+SERVE_COLUMNS = [("mode", "mode"), ("tp", "TP"), ("ep", "EP"), ("batch", "batch"), ("tp_prefill", "prefill TP"), ("ttft_ms", "TTFT ms"),
+                 ("tpot_ms", "TPOT ms"), ("tp_comm_ms", "TP comm ms"), ("user_tokens_per_s", "tok/s per user"), ("tokens_per_s_per_gpu", "tok/s per GPU"),
+                 ("fleet_gpus", "GPUs for demand")]
+
+
+def _serve_rows(front) -> list[dict]:
+    return [dict(mode=x["mode"], tp=x["tp"], ep=x["ep"], batch=x["batch"], tp_prefill=x["tp_prefill"] or "-", ttft_ms=round(1e3 * x["ttft"], 2),
+                 tpot_ms=round(1e3 * x["tpot"], 2), tp_comm_ms=round(1e3 * x["tp_comm"], 3), user_tokens_per_s=round(x["user_tokens_per_s"], 2),
+                 tokens_per_s_per_gpu=round(x["tokens_per_s_per_gpu"], 2), fleet_gpus=x["fleet_gpus"]) for x in front]
+
+
+def _layout(r: dict) -> str:
+    text = f"{r['mode']} TP {r['tp']}" + (f" x EP {r['ep']}" if r["ep"] > 1 else "") + f", batch {r['batch']}"
+    if r["mode"] == "split":
+        return text + f": {r['replicas']} decode replicas + {r['prefill_instances']} prefill instances of TP {r['tp_prefill']}"
+    return text + f": {r['replicas']} replicas"
 
 
 def serve(args) -> int:
@@ -149,25 +182,36 @@ def serve(args) -> int:
     for name in ("prompt", "output"):
         if getattr(args, name) is None:
             raise InputError(f"--{name}", "is required for plan serve (tokens per request)")
-    r = plan_serve(root_of(args), args.model, args.device, prompt=args.prompt, output=args.output, ttft=_seconds(args.ttft, "--ttft"),
-                   tpot=_seconds(args.tpot, "--tpot"), demand=args.demand, nvlink_domain=args.nvlink_domain, max_batch=args.max_batch, mfu=args.mfu)
+    if args.svg and not args.svg.endswith(".svg"):
+        raise InputError("--svg", f"{args.svg!r} does not end in .svg")
+    latency = None if args.allreduce_latency is None else _seconds(args.allreduce_latency, "--allreduce-latency")
+    link = None if args.kv_link_bandwidth is None else args.kv_link_bandwidth * 1e9
+    r = plan_serve(root_of(args), args.model, args.device, executor=args.executor, workers=args.workers, tile_size=args.tile, keep_rows=False,
+                   prompt=args.prompt, output=args.output, ttft=_seconds(args.ttft, "--ttft"), tpot=_seconds(args.tpot, "--tpot"), demand=args.demand,
+                   qps=args.qps, nvlink_domain=args.nvlink_domain, max_batch=args.max_batch, max_ep=args.max_ep, mfu=args.mfu, mbu=args.mbu,
+                   allreduce_latency=latency, kv_link_bandwidth=link, waterline=args.waterline, split=not args.no_split, prune=args.prune)
     if args.svg:
         _svg(r.front, args.svg)
+    pruned = (f"pruned {r.pruned_bound + r.pruned_tree:,} of {r.points:,} points: {r.pruned_bound:,} by FX134's TPOT batch bound, "
+              f"{r.pruned_tree:,} split points by the pd-disaggregation tree"
+              + (f" ({', '.join(f'{k} {v:,}' for k, v in sorted(r.tree_leaves.items()))})" if r.tree_leaves else ""))
     if args.format == "json":
-        emit(to_json({"points": r.points, "feasible": r.feasible, "front": list(r.front), "best": r.best, "min_gpus": r.min_gpus,
-                      "replicas": r.replicas, "assumptions": list(r.assumptions)}))
+        emit(to_json({"points": r.points, "feasible": r.feasible, "pruned_bound": r.pruned_bound, "pruned_tree": r.pruned_tree,
+                      "tree_leaves": r.tree_leaves, "tp_prefill": r.tp_prefill, "front": list(r.front), "best": r.best, "cheapest": r.cheapest,
+                      "min_gpus": r.min_gpus, "replicas": r.replicas, "tiles": r.tiles, "executor": r.executor, "assumptions": list(r.assumptions)}))
         return 0
-    rows = [dict(tp=x["tp"], batch=x["batch"], ttft_ms=round(1e3 * x["ttft"], 2), tpot_ms=round(1e3 * x["tpot"], 2),
-                 user_tokens_per_s=round(x["user_tokens_per_s"], 1), tokens_per_s_per_gpu=round(x["tokens_per_s_per_gpu"], 1)) for x in r.front]
+    rows = _serve_rows(r.front)
     if args.format == "csv":
         emit(table(rows, SERVE_COLUMNS, "csv"))
         return 0
-    head = f"{r.points} points (TP x batch), {r.feasible} meet memory, TTFT and TPOT; Pareto front (tokens/s per GPU vs per user):"
+    head = (f"{r.points:,} points (mode x TP x EP x batch), {r.feasible:,} meet memory, TTFT and TPOT; {pruned}.\n"
+            "Pareto front (tokens/s per GPU vs per user):")
     if r.best is None:
         emit(head + "\n\nno configuration meets the targets")
         return 0
-    tail = (f"best throughput per GPU: TP {r.best['tp']} batch {r.best['batch']} ({r.best['tokens_per_s_per_gpu']:.1f} tok/s per GPU); "
-            f"fewest GPUs meeting the targets{' and --demand' if args.demand else ''}: {r.min_gpus} ({r.best['min_gpus_layout']})")
+    demand = f" for {args.demand:g} tok/s" if args.demand else (f" for {args.qps:g} req/s" if args.qps else " (one replica; give --demand or --qps)")
+    tail = (f"best throughput per GPU: {_layout(r.best)} ({r.best['tokens_per_s_per_gpu']:.1f} tok/s per GPU)\n"
+            f"fewest GPUs meeting the targets{demand}: {r.min_gpus} ({_layout(r.cheapest)})")
     bullet = "- " if args.format == "md" else "  "
     emit(f"{head}\n\n{table(rows, SERVE_COLUMNS, args.format)}\n\n{tail}\n\nassumptions:\n" + "\n".join(bullet + a for a in r.assumptions))
     return 0
@@ -190,7 +234,11 @@ def _svg(front, path: str) -> None:
     from engine.cli.common import write_atomic
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot([r["user_tokens_per_s"] for r in front], [r["tokens_per_s_per_gpu"] for r in front], marker="o")
+    for mode, style in (("colocate", "o-"), ("split", "s-")):
+        pts = [r for r in front if r["mode"] == mode]
+        if pts:
+            ax.plot([r["user_tokens_per_s"] for r in pts], [r["tokens_per_s_per_gpu"] for r in pts], style, markersize=3, label=mode)
+    ax.legend()
     ax.set_xlabel("tokens/s per user")
     ax.set_ylabel("tokens/s per GPU")
     ax.set_title("plan serve: Pareto front")

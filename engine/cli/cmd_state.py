@@ -32,7 +32,8 @@ def add_parsers(verbs, Parser, shared) -> None:
     p.add_argument("--device", metavar="ID", help="a device of knowledge/hardware (e.g. h100-sxm): requests that fit beside the weights")
     p.add_argument("--kv-bytes", metavar="B", default="2", help="bytes per cached K/V element (default 2, BF16; 1 for FP8)")
     p.add_argument("--state-bytes", metavar="B", default="2", help="bytes per recurrent-state element for --config (default 2; 4 for a float32 state)")
-    p.add_argument("--weight-bytes", metavar="B", default="2", help="bytes per weight for --device (default 2, BF16)")
+    p.add_argument("--weight-bytes", metavar="B", help="bytes per weight for --device (default: the record's stored weight bytes where it has "
+                                                      "them, e.g. gpt-oss-20b's MXFP4 experts; else 2, BF16)")
     shared(p, False)
     p.set_defaults(handler=f"{_HERE}:run")
 
@@ -62,7 +63,9 @@ def run(args) -> int:
         from engine.kb.knowledge import load_single_folder
 
         dev = hardware.find(load_single_folder(root, "hardware"), args.device, "--device")
-        fit = state.fit_requests(result, record["parameters"]["total"], dev.memory_bytes, dev.short_id, _number(args.weight_bytes, "--weight-bytes"))
+        given = None if args.weight_bytes is None else _number(args.weight_bytes, "--weight-bytes")
+        weights, source = state.weight_storage(record, given)
+        fit = state.fit_requests(result, record["parameters"]["total"], dev.memory_bytes, dev.short_id, stored_bytes=weights, source=source)
     emit(_render(result, fit, getattr(args, "format", "text") or "text"))
     return 0
 
@@ -129,5 +132,5 @@ def _render(result, fit, fmt: str) -> str:
     lines = [f"## {head}" if fmt == "md" else head, "", table(rows, _COLUMNS, "md" if fmt == "md" else "text")]
     if fit:
         lines += ["", f"{fit.device}: {_gib(fit.memory_bytes)} - weights {_gib(fit.weight_bytes)} = {_gib(fit.free_bytes)} free; "
-                      f"{fit.requests} requests of {result.total} B fit"]
+                      f"{fit.requests} requests of {result.total} B fit", f"weights: {fit.weight_source}"]
     return "\n".join(lines).rstrip("\n")

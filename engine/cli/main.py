@@ -183,7 +183,7 @@ def build_parser(argv: list[str] | None = None):
 # A module is imported only to build the parser; keep its top-level imports light.
 # Keyed by the verb each module adds (its first word on the command line).
 PLUGIN_VERBS = {"tree": "engine.cli.cmd_tree", "path": "engine.cli.cmd_path", "arch": "engine.cli.cmd_arch", "site": "engine.cli.cmd_site",
-                "state": "engine.cli.cmd_state", "plan": "engine.cli.cmd_plan"}
+                "state": "engine.cli.cmd_state", "plan": "engine.cli.cmd_plan", "system": "engine.cli.cmd_system"}
 PLUGINS = tuple(PLUGIN_VERBS.values())
 
 
@@ -267,6 +267,8 @@ def _calculators(verbs, Parser, raw, root: str | None) -> None:
         p.add_argument("--model", metavar="ID", help="fill architecture inputs from knowledge/models (e.g. qwen3-8b); each filled value names its source")
         p.add_argument("--device", metavar="ID", help="fill memory, bandwidth, peak and power inputs from knowledge/hardware (e.g. h100-sxm)")
         p.add_argument("--precision", default="bf16", help="precision of the device's dense peak used for peak_flops, and of kv_bytes unless given (default bf16)")
+        p.add_argument("--system", metavar="ID", help="fill gpus_per_node, gpu_tdp and, where stated, node_power from knowledge/systems (e.g. dgx-b200)")
+        p.add_argument("--grid", metavar="ID", help="fill carbon_intensity from a grid preset of knowledge/carbon_intensity.yaml (aiinfra system grids)")
         p.add_argument("--sweep", metavar="NAME=LO..HI", help="evaluate every output over NAME from LO to HI (vectorised; CSV on stdout, JSON with --format json, a table with --format md)")
         p.add_argument("--points", type=int, default=32, metavar="N", help="points of the sweep, 2 to 100,000 (default 32; integer inputs are rounded and deduplicated)")
         p.add_argument("--log", action="store_true", help="space the sweep's points logarithmically")

@@ -25,6 +25,8 @@ class Kind(StrEnum):
     PATH = "path"
     MODEL = "model"
     HW = "hw"
+    SYSTEM = "sys"
+    GRID = "grid"
     ARCH = "arch"
     ACTION = "action"
 

@@ -146,6 +146,7 @@ def _tex_name(name: str) -> str:
 
 
 MONOTONICITY_SECONDS = 5.0
+MAX_FACTORED_POWER = 12  # integer powers above this are not factored (see _sign); the formula set uses at most 2
 
 log = logging.getLogger("aiinfra")
 
@@ -376,7 +377,11 @@ def _sign(derivative: sp.Expr) -> str | None:
     if derivative.is_nonpositive:
         return "decreasing"
     # one fraction, factored: the sign of each factor is then read from the assumptions (found
-    # every direction sp.simplify found on the formula set, in half the time)
+    # every direction sp.simplify found on the formula set, in half the time). Factoring a high
+    # power expands it into integers so large that one C-level gcd outlasts the time budget (a
+    # signal cannot interrupt it), so such derivatives stay unknown and are sampled.
+    if max((abs(int(p.exp)) for p in derivative.atoms(sp.Pow) if p.exp.is_Integer), default=0) > MAX_FACTORED_POWER:
+        return None
     simplified = sp.factor(sp.together(derivative))
     if simplified.is_nonnegative:
         return "increasing"
@@ -400,3 +405,35 @@ def _monotone_by_parts(expr: sp.Expr, symbol: sp.Symbol, checks: dict | None = N
             inner = _monotonicity(varying[0], symbol, checks)
             return {"increasing": "decreasing", "decreasing": "increasing"}.get(inner or "", inner)
     return None
+
+
+# ------------------------------------------------------------------ homogeneity (scaling shapes)
+
+
+def scaling_shape(expr: sp.Expr):
+    """How ``expr`` scales when its arguments scale, as plain data for the compiled module, or
+    None when it does not: ``["mono", {name: exponent}, [names inside other factors]]`` for
+    c * prod(a**e) * g(...), ``["all", [shapes]]`` for a sum, Min or Max (homogeneous of one
+    degree when every part is), ``["step", shape]`` for ceiling/floor/Abs of a part (of degree 0
+    only). :func:`engine.numeric.calc_ranges` evaluates it with each argument's degree in a
+    ranged input: a degree of 0 means the output does not move with that input at all (qps
+    cancels in qps x tokens x batch / (qps x latency))."""
+    if isinstance(expr, sp.Min | sp.Max | sp.Add):
+        parts = [scaling_shape(a) for a in expr.args]
+        return None if any(p is None for p in parts) else ["all", parts]
+    if isinstance(expr, sp.ceiling | sp.floor | sp.Abs):
+        inner = scaling_shape(expr.args[0])
+        return None if inner is None else ["step", inner]
+    if isinstance(expr, sp.Piecewise):
+        return None
+    powers: dict[str, float] = {}
+    opaque: set[str] = set()
+    for factor in sp.Mul.make_args(expr):
+        base, power = factor.as_base_exp()
+        if isinstance(base, sp.Symbol) and power.is_number:
+            powers[base.name] = powers.get(base.name, 0.0) + float(power)
+        elif not factor.free_symbols:
+            continue
+        else:
+            opaque |= {str(x) for x in factor.free_symbols}
+    return ["mono", powers, sorted(opaque)]

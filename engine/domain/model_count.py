@@ -1,16 +1,18 @@
-"""Parameter and KV counts of a model record from the formulas FX10-FX18 and F8.
+"""Parameter and KV counts of a model record from the formulas FX10-FX18, FX870-FX880 and F8.
 
 ``parameter_count`` evaluates the parameter-count formulas FX10-FX18 (formulas/model.yaml)
-through the compiled formula module. The few terms those formulas lack (biases, learned
-position embeddings, extra norms, a router bias) are added here, each named in
-``MISSING_FORMULAS`` so they can move into formula records later.
+through the compiled formula module. The terms those formulas lack (biases, learned position
+embeddings, extra norms, router and expert biases, attention sinks) are the records
+FX870-FX878, and FX879/FX880 add them to the totals of FX17/FX18: no count is Python
+arithmetic. ``MISSING_FORMULAS`` says why FX10-FX18 do not hold each term, ``EXTRA_FORMULAS``
+which record counts it.
 """
 
 from __future__ import annotations
 
 from engine.core.errors import InputError
 
-# Where each term that FX10-FX18 lack would belong; reported with every count that uses it.
+# Why each term is not in FX10-FX18; reported with every count that uses it (next to EXTRA_FORMULAS).
 MISSING_FORMULAS = {
     "attention_biases": "FX10 has no bias terms (Qwen2: (heads + 2 kv_heads) head_dim; OPT/GPT-3: plus hidden for the output projection)",
     "mlp_biases": "FX11 has no bias terms (plain MLP: ffn + hidden per layer)",
@@ -22,12 +24,19 @@ MISSING_FORMULAS = {
     "attention_sinks": "FX10 has no attention sinks (gpt-oss: one learned logit per query head and layer)",
 }
 
+# The record that counts each term, and the symbol FX879/FX880 take it as.
+EXTRA_FORMULAS = {"attention_biases": "FX870", "mlp_biases": "FX871", "norm_biases": "FX872", "extra_norms": "FX873",
+                  "position_embeddings": "FX874", "router_bias": "FX875", "expert_biases": "FX876", "attention_sinks": "FX878"}
+_SYMBOL = {"attention_biases": "attn_bias_params", "mlp_biases": "mlp_bias_params", "norm_biases": "norm_bias_params",
+           "extra_norms": "extra_norm_params", "position_embeddings": "position_embedding_params", "router_bias": "router_bias_params",
+           "expert_biases": "expert_bias_params", "attention_sinks": "attention_sink_params"}
+
 
 def parameter_count(record: dict, root=None) -> dict:
-    """Total, active and per-part parameters of a model record, from formulas FX10-FX18.
+    """Total, active and per-part parameters of a model record, from formulas FX10-FX18 and FX870-FX880.
 
     Returns ``{"total", "active", "parts": {name: count}, "extras": {name: count},
-    "formulas": [...], "missing_formulas": {name: where it belongs}}``.
+    "formulas": [...], "extra_formulas": {name: formula id}, "missing_formulas": {name: why FX10-FX18 lack it}}``.
     """
     module = formula_module(root)
     cfg, d = record["config"], record["derived"]
@@ -53,12 +62,14 @@ def parameter_count(record: dict, root=None) -> dict:
         total = ev("FX17", model_arch="dense", **common)
         active = ev("FX18", model_arch="dense", **common)
         mlp_part = shape.layers * dense_mlp
-    extras = _extras(shape, d)
+    extras, active_extras = _extras(ev, shape, d)
+    if extras:  # FX879/FX880 add the terms FX17/FX18 lack
+        total = ev("FX879", params=total, **{_SYMBOL[k]: v for k, v in extras.items()})
+        active = ev("FX880", params_active=active, **active_extras)
     parts = {"attention": shape.layers * attn, "mlp": mlp_part, "norms": shape.layers * norm + shape.hidden, "embeddings": emb}
     parts.update(extras)
-    extra = sum(extras.values())
-    result = {"total": total + extra, "active": active + extra - _inactive_extras(shape, d), "parts": parts, "extras": extras, "formulas": ev.used,
-              "missing_formulas": {k: MISSING_FORMULAS[k] for k in extras}}
+    result = {"total": total, "active": active, "parts": parts, "extras": extras, "formulas": ev.used,
+              "extra_formulas": {k: EXTRA_FORMULAS[k] for k in extras}, "missing_formulas": {k: MISSING_FORMULAS[k] for k in extras}}
     if sum(parts.values()) != result["total"]:  # the parts are a second reading of the same terms
         raise AssertionError(f"{record['id']}: parts sum to {sum(parts.values())}, total is {result['total']}")
     return result
@@ -100,6 +111,8 @@ class _Evaluator:
 
         if fid not in self.used:
             self.used.append(fid)
+        if fid not in self.module.FORMULAS:  # a root of its own whose formulas/ predates the record
+            raise InputError("--root", f"its formulas lack {fid}, which parameter counts need (formulas/model.yaml of the shipped root has it)")
         result = evaluate(self.module.FORMULAS[fid], self.module, given)
         (value,) = (o.value for o in result.outputs.values())
         if not float(value).is_integer():
@@ -109,44 +122,41 @@ class _Evaluator:
         return int(value)
 
 
-def _extras(shape: _Shape, d: dict) -> dict:
-    """Terms FX10-FX18 do not have (see MISSING_FORMULAS); computed here until formulas hold them."""
-    h, layers, hd = shape.hidden, shape.layers, d["head_dim"]
+def _extras(ev: _Evaluator, shape: _Shape, d: dict) -> tuple[dict, dict]:
+    """The terms FX10-FX18 lack, each from its record (EXTRA_FORMULAS): ``({name: count}, {FX880 symbol: count})``."""
+    common = {"layers": shape.layers, "hidden": shape.hidden}
+    moe = d.get("moe") or {}
+    gating = "gated" if d["mlp"] == "gated" else "plain"
+    routed = {"layers": shape.layers, "n_dense_layers": moe.get("dense_first_layers", 0)}
     out = {}
     if d.get("attention_bias"):
-        qkv = (shape.heads + 2 * shape.kv_heads) * hd
-        out["attention_biases"] = layers * (qkv + (h if d.get("attention_bias_on") == "qkvo" else 0))
+        out["attention_biases"] = ev("FX870", attention_bias_on="qkvo" if d.get("attention_bias_on") == "qkvo" else "qkv",
+                                     heads=shape.heads, kv_heads=shape.kv_heads, head_dim=d["head_dim"], **common)
     if d.get("mlp_bias"):
-        ffn = d["ffn_hidden"]
-        out["mlp_biases"] = layers * ((2 * ffn if d["mlp"] == "gated" else ffn) + h)
+        out["mlp_biases"] = ev("FX871", mlp_gating=gating, ffn_hidden=d["ffn_hidden"], **common)
     norms = d.get("norms_per_layer", 2)
     if norms != 2:
-        out["extra_norms"] = layers * (norms - 2) * h
+        out["extra_norms"] = ev("FX873", norms_per_layer=norms, **common)
     if d.get("norm") == "layernorm":
-        out["norm_biases"] = (layers * norms + 1) * h
+        out["norm_biases"] = ev("FX872", norms_per_layer=norms, **common)
     if d.get("position") == "learned":
-        out["position_embeddings"] = d["position_rows"] * h
-    if d.get("moe", {}).get("router_bias"):
-        out["router_bias"] = shape.moe_layers * d["moe"]["experts"]
-    if d.get("moe", {}).get("expert_bias"):
-        out["expert_biases"] = shape.moe_layers * d["moe"]["experts"] * _expert_bias_width(shape, d)
+        out["position_embeddings"] = ev("FX874", position_embeddings=d["position_rows"], hidden=shape.hidden)
+    if moe.get("router_bias"):
+        out["router_bias"] = ev("FX875", n_experts=moe["experts"], **routed)
+    active = {_SYMBOL[k]: v for k, v in out.items()}
+    if moe.get("expert_bias"):
+        expert = {"mlp_gating": gating, "moe_ffn_hidden": moe["expert_intermediate_size"], "hidden": shape.hidden, **routed}
+        out["expert_biases"] = ev("FX876", n_experts=moe["experts"], **expert)
+        active["expert_bias_active_params"] = ev("FX877", top_k=moe["experts_per_token"], **expert)
     if d.get("attention_sinks"):
-        out["attention_sinks"] = layers * shape.heads
-    return out
+        out["attention_sinks"] = active["attention_sink_params"] = ev("FX878", layers=shape.layers, heads=shape.heads)
+    return out, active
 
 
-def _expert_bias_width(shape: _Shape, d: dict) -> int:
-    """Bias elements of one expert: gate and up (expert_ffn each; up only for a plain MLP) and down (hidden)."""
-    ffn = d["moe"]["expert_intermediate_size"]
-    return (2 * ffn if d["mlp"] == "gated" else ffn) + shape.hidden
-
-
-def _inactive_extras(shape: _Shape, d: dict) -> int:
-    """The extras a token does not use: the biases of the experts it is not routed to."""
-    moe = d.get("moe") or {}
-    if not moe.get("expert_bias"):
-        return 0
-    return shape.moe_layers * (moe["experts"] - moe["experts_per_token"]) * _expert_bias_width(shape, d)
+def weights_only_count(record: dict, root=None) -> int:
+    """The weight matrices alone, 12·L·h² (FX400 weights_only; Kaplan et al. 2020's non-embedding N): a shape check, not the count."""
+    cfg = record["config"]
+    return _Evaluator(formula_module(root))("FX400", param_count_terms="weights_only", layers=cfg["num_hidden_layers"], hidden=cfg["hidden_size"])
 
 
 def kv_bytes_per_token(record: dict, root=None, kv_bytes: float = 2) -> int:

@@ -132,6 +132,11 @@ LAYOUTS: dict[str, Layout] = {
                      fixed={"parallel_attn": True, "new_decoder_architecture": False, "apply_residual_connection_post_layernorm": False}),
 }
 
+# Kimi K2 (moonshotai/Kimi-K2-*): the DeepSeek-V3 architecture (architectures DeepseekV3ForCausalLM, its
+# configuration_deepseek.py) under its own model_type so engines can tell the two apart; its deploy guide says
+# renaming model_type to deepseek_v3 runs it unchanged. Same layout, same checks.
+LAYOUTS["kimi_k2"] = LAYOUTS["deepseek_v3"]
+
 # Multimodal wrappers: the language model is text_config; what model_type it has when unstated.
 WRAPPERS = {"gemma3": "gemma3_text"}
 

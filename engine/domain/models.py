@@ -12,7 +12,7 @@ attention) are refused first, naming the field that shows them (``refuse_uncount
 
 The jobs live in their own modules and are importable from here: the known keys and layouts
 (``engine.domain.model_layouts``), reading a config (``model_config``), the derived fields
-(``model_derive``) and the counts (``model_count``: ``parameter_count`` from FX10-FX18,
+(``model_derive``) and the counts (``model_count``: ``parameter_count`` from FX10-FX18 and FX870-FX880,
 ``kv_bytes_per_token`` from F8). This module builds a record and reads the shipped ones.
 """
 

@@ -74,18 +74,50 @@ class Fit:
     weight_bytes: float
     free_bytes: float
     requests: int
+    weight_source: str = ""   # where weight_bytes comes from: the record's storage block or --weight-bytes
 
 
-def fit_requests(state: RequestState, parameters: int, memory_bytes: float, device: str, weight_bytes: float = 2) -> Fit:
-    """Whole requests whose state fits in ``memory_bytes`` less the weights (parameters x weight_bytes)."""
-    if not weight_bytes > 0:
-        raise InputError("--weight-bytes", f"expected a positive number of bytes per weight, got {weight_bytes!r}")
-    weights = parameters * weight_bytes
+DEFAULT_WEIGHT_BYTES = 2  # BF16
+
+
+def weight_storage(record: dict, weight_bytes: float | None = None) -> tuple[float, str]:
+    """Bytes of a record's weights and where they come from.
+
+    ``weight_bytes`` given (--weight-bytes): parameters x weight_bytes. Otherwise the record's
+    ``storage.weight_bytes`` where it has one (a checkpoint stored in a block-scaled format, such
+    as gpt-oss-20b's MXFP4 experts), else parameters x 2 B (BF16).
+    """
+    parameters = record["parameters"]["total"]
+    if weight_bytes is not None:
+        if not weight_bytes > 0:
+            raise InputError("--weight-bytes", f"expected a positive number of bytes per weight, got {weight_bytes!r}")
+        return parameters * weight_bytes, f"{parameters} parameters x {weight_bytes:g} B (--weight-bytes)"
+    storage = record.get("storage")
+    if storage:
+        kind = f"{storage['quantised_format']} for {storage['quantised_parameters']} parameters, " \
+               f"{storage['unquantised_bytes']:g} B for the rest" if storage.get("quantised_format") else "as stored"
+        return storage["weight_bytes"], f"the record's stored weights ({kind})"
+    return parameters * DEFAULT_WEIGHT_BYTES, f"{parameters} parameters x {DEFAULT_WEIGHT_BYTES} B (the default, BF16; the record has no storage block)"
+
+
+def fit_requests(state: RequestState, parameters: int, memory_bytes: float, device: str, weight_bytes: float = 2, *,
+                 stored_bytes: float | None = None, source: str = "") -> Fit:
+    """Whole requests whose state fits in ``memory_bytes`` less the weights.
+
+    The weights are ``stored_bytes`` when given (``weight_storage``), else parameters x weight_bytes.
+    """
+    if stored_bytes is None:
+        if not weight_bytes > 0:
+            raise InputError("--weight-bytes", f"expected a positive number of bytes per weight, got {weight_bytes!r}")
+        weights = parameters * weight_bytes
+        source = source or f"{parameters} parameters x {weight_bytes:g} B"
+    else:
+        weights = stored_bytes
     free = memory_bytes - weights
     if free <= 0:
         raise InputError("--device", f"{device} holds {memory_bytes:.4g} B, less than the {weights:.4g} B of weights "
-                                     f"({parameters} parameters x {weight_bytes:g} B): no room for any request")
-    return Fit(device, memory_bytes, weights, free, int(free // state.total))
+                                     f"({source}): no room for any request")
+    return Fit(device, memory_bytes, weights, free, int(free // state.total), source)
 
 
 # ------------------------------------------------------------------ hybrid configs (not records)

@@ -33,7 +33,10 @@ KNOWLEDGE_KINDS = ("books", "chapters", "concepts", "paths", "actions")
 # folders of knowledge/ whose files each hold ONE record: folder -> (schema, Knowledge attribute)
 SINGLE_RECORD_FOLDERS = {"models": ("model", "models"), "hardware": ("hardware", "hardware"), "operators": ("operators", "operators"),
                          "calculators": ("calculator", "calculators"),
-                         "reference_architectures": ("reference_architecture", "reference_architectures")}
+                         "reference_architectures": ("reference_architecture", "reference_architectures"),
+                         "systems": ("system", "systems")}
+# files of knowledge/ that each hold a LIST of records of one kind: file -> (schema, Knowledge attribute)
+RECORD_LIST_FILES = {"carbon_intensity.yaml": ("carbon_intensity", "carbon_intensity")}
 _SCHEMA = {"books": "book", "chapters": "chapter", "concepts": "concept", "paths": "path", "actions": "action"}
 
 
@@ -59,6 +62,8 @@ class Knowledge:
     operators: dict[str, dict] = field(default_factory=dict)
     calculators: dict[str, dict] = field(default_factory=dict)  # calc:<name> -> record (engine.numeric.calculators)
     reference_architectures: dict[str, dict] = field(default_factory=dict)  # ra:<id> -> record (engine.domain.archs)
+    systems: dict[str, dict] = field(default_factory=dict)  # sys:<id> -> record (engine.domain.systems)
+    carbon_intensity: dict[str, dict] = field(default_factory=dict)  # grid:<id> -> record (knowledge/carbon_intensity.yaml)
     problems: list[Problem] = field(default_factory=list)
     places: dict[str, str] = field(default_factory=dict)  # id -> file:line
 
@@ -110,7 +115,12 @@ def knowledge_files(root: Path) -> list[Path]:
     if not (root / "knowledge").is_dir():
         return []
     single = {root / "knowledge" / folder for folder in SINGLE_RECORD_FOLDERS}
-    return sorted(p for p in (root / "knowledge").rglob("*.yaml") if not any(f in p.parents for f in single))
+    lists = {root / "knowledge" / name for name in RECORD_LIST_FILES}
+    return sorted(p for p in (root / "knowledge").rglob("*.yaml") if p not in lists and not any(f in p.parents for f in single))
+
+
+def record_list_files(root: Path) -> list[tuple[str, Path]]:
+    return [(name, root / "knowledge" / name) for name in RECORD_LIST_FILES if (root / "knowledge" / name).is_file()]
 
 
 def single_record_files(root: Path) -> list[tuple[str, Path]]:
@@ -148,6 +158,8 @@ class _Loader:  # the record classes are imported where a record is built: an in
             self.load_knowledge_file(path)
         for folder, path in single_record_files(self.root):
             self.load_single_record(folder, path)
+        for name, path in record_list_files(self.root):
+            self.load_record_list(name, path)
         self.files.save()
         from engine.kb.formulas import FormulaSet
 
@@ -237,6 +249,27 @@ class _Loader:  # the record classes are imported where a record is built: an in
             return
         if self.claim(rid, f"{display}:{data.line}"):
             getattr(self.k, attribute)[rid] = plain(data)
+
+    def load_record_list(self, name: str, path: Path) -> None:
+        """A file holding a list of records of one kind (``knowledge/carbon_intensity.yaml``)."""
+        schema, attribute = RECORD_LIST_FILES[name]
+        display = self.display(path)
+        data, problems = self.files.load_yaml(path, display)
+        self.problems += problems
+        if problems or data is None:
+            return
+        if not isinstance(data, list):
+            self.problems.append(Problem(display, "", "", f"expected a list of {schema} records"))
+            return
+        for i, raw in enumerate(data):
+            rid = str(raw.get("id", f"[{i}]")) if isinstance(raw, dict) else f"[{i}]"
+            schema_problems = self.files.validate(schema, raw, display, rid)
+            if schema_problems:
+                self.problems += schema_problems
+                continue
+            line = data.mark_of(i)[0] if isinstance(data, MarkedList) else 0
+            if self.claim(rid, f"{display}:{line}"):
+                getattr(self.k, attribute)[rid] = plain(raw)
 
     def build_books(self, raw: dict, place: str) -> None:
         from engine.kb.records import Book
@@ -364,6 +397,19 @@ def load_single_folder(root, folder: str) -> Knowledge:
     if loader.problems:
         raise KnowledgeError(loader.problems)
     index.write(folder, key, getattr(loader.k, SINGLE_RECORD_FOLDERS[folder][1]))
+    return loader.k
+
+
+def load_record_list(root, name: str) -> Knowledge:
+    """A Knowledge holding only one list file of RECORD_LIST_FILES (``carbon_intensity.yaml``), read and
+    schema-checked as ``Knowledge.load`` reads it; KnowledgeError when it does not load."""
+    loader = _Loader(Path(root))
+    path = Path(root) / "knowledge" / name
+    if path.is_file():
+        loader.load_record_list(name, path)
+    loader.files.save(whole=False)
+    if loader.problems:
+        raise KnowledgeError(sorted(loader.problems))
     return loader.k
 
 

@@ -26,7 +26,7 @@ _OWN = ("engine/kb/yamlio.py", "engine/kb/schema.py", "engine/kb/loadcache.py", 
 _SCALARS = (str, int, float, bool, type(None))
 # folders of knowledge/ whose files each hold one record -> the Knowledge attribute (see engine.kb.knowledge)
 SINGLE_RECORD_ATTRIBUTES = {"models": "models", "hardware": "hardware", "operators": "operators", "calculators": "calculators",
-                            "reference_architectures": "reference_architectures"}
+                            "reference_architectures": "reference_architectures", "systems": "systems"}
 MAX_KEPT = 16  # cache files of this kind kept (one per root recently loaded)
 
 

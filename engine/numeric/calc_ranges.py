@@ -68,6 +68,10 @@ def _directions(order, module, ranged: list[str], bounds=None, constant=None) ->
     two opposing paths to one leaf.
     """
     dirs: dict[str, dict[str, str | None]] = {n: {n: "increasing"} for n in ranged}
+    # degree of homogeneity of each symbol in each positive ranged leaf (y(t x) = t^d y(x)); a
+    # degree of 0 is constancy, which two opposing paths hide (qps in qps x L x B / (qps x E2E))
+    scalable = {n for n in ranged if bounds is not None and (ends := bounds(n, True)) is not None and ends[0] > 0}
+    degs: dict[str, dict[str, float | None]] = {n: {n: 1.0} for n in scalable}
     for fid, key in order:
         meta = module.FORMULAS[fid]
         variant = meta["variants"][key]
@@ -87,10 +91,45 @@ def _directions(order, module, ranged: list[str], bounds=None, constant=None) ->
         for leaf, ds in seen.items():
             out[leaf] = ds.pop() if len(ds) == 1 else None
         symbol = meta["output"]["symbol"]
+        shape = variant.get("shape")
+        degrees = {}
+        for leaf in list(out):
+            if leaf not in scalable or shape is None:
+                continue
+            d = _degree(shape, {a: (degs.get(a, {}).get(leaf) if leaf in dirs.get(a, {}) else 0.0) for a in variant["inputs"]})
+            if d is not None and abs(d) < 1e-12:
+                del out[leaf]  # homogeneous of degree 0 in a positive leaf: it does not move with it
+            else:
+                degrees[leaf] = d
+        degs[symbol] = degrees
         if constant is not None and out and None not in out.values() and constant(symbol, out):
             out = {}
         dirs[symbol] = out
     return dirs
+
+
+def _degree(shape, degrees: dict) -> float | None:
+    """The degree of a compiled scaling shape (engine.core.symbolic.scaling_shape) given each
+    argument's degree (0 when it does not depend on the leaf, None when unknown)."""
+    kind = shape[0]
+    if kind == "mono":
+        _, powers, opaque = shape
+        if any(degrees.get(a, 0.0) != 0.0 for a in opaque):
+            return None
+        total = 0.0
+        for a, e in powers.items():
+            k = degrees.get(a, 0.0)
+            if k is None:
+                return None
+            total += e * k
+        return total
+    if kind == "all":
+        found = [_degree(p, degrees) for p in shape[1]]
+        if any(d is None for d in found) or max(found) - min(found) > 1e-12:
+            return None
+        return found[0]
+    inner = _degree(shape[1], degrees)  # a step of a part: only a constant part stays homogeneous
+    return 0.0 if inner is not None and abs(inner) < 1e-12 else None
 
 
 def _above(a: str, b: str, dirs: dict, bounds) -> bool:

@@ -20,7 +20,7 @@ from time import monotonic as _monotonic
 
 import engine
 
-GENERATOR_VERSION = "2"  # 2: orderings (given, mono_given)
+GENERATOR_VERSION = "3"  # 2: orderings (given, mono_given); 3: scaling shapes
 
 
 def cache_dir() -> str:
@@ -290,6 +290,7 @@ def generate(formulas) -> str:
                 "mono": mono,
                 "given": given,
                 "mono_given": mono_given,
+                "shape": symbolic.scaling_shape(sympy_expr),
                 "name": variant.name,
                 "assumptions": list(variant.assumptions),
             }

@@ -98,3 +98,29 @@ def run(space: Space, k: int, executor: str = "serial", tile: int = TILE, worker
     if kind is Kind.PROCESS:
         return run_process(space, k, tile, workers)
     return run_dask(space, k, tile, workers=workers or 2, **options)
+
+
+def map_tiles(fn, work: list, executor: str = "serial", workers: int | None = None, client=None) -> list:
+    """``fn`` over ``work`` on an executor, results in the order of ``work`` (so any merge of them
+    is the serial one). ``fn`` must be a module-level function and each item picklable."""
+    try:
+        kind = Kind(executor)
+    except ValueError:
+        raise InputError("--executor", f"{executor!r} is not one of {', '.join(Kind)}") from None
+    if workers is not None and workers < 1:
+        raise InputError("--workers", f"{workers!r} is not a positive integer")
+    if kind is Kind.SERIAL:
+        return list(map(fn, work))
+    if kind is Kind.PROCESS:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(fn, work))
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise InputError("--executor", "dask needs the optional extra: pip install 'aiinfra[dask]' (dask[distributed])") from None
+    if client is not None:
+        return client.gather(client.map(fn, work, pure=False))
+    with LocalCluster(n_workers=workers or 2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None) as cluster, Client(cluster) as c:
+        return c.gather(c.map(fn, work, pure=False))

@@ -1,23 +1,21 @@
-"""``aiinfra plan serve``: TP x decode batch of one replica against TTFT/TPOT targets, the Pareto
-front of throughput per GPU vs per-user tokens/s, and the fewest GPUs meeting the targets.
+"""``aiinfra plan serve``: TP (x EP for MoE) x decode batch, co-located or split into prefill and
+decode pools, against TTFT/TPOT targets; the Pareto front of throughput per GPU vs per-user
+tokens/s, and the fewest GPUs (replicas by FX87) that carry a demand.
 
-Per point (compiled formulas, NumPy twins, no sympy):
-  weights per GPU  F6 (same precision) / tp (FX302);  KV per token F8 (gqa/mha) split over tp
-  memory           weights + batch x (prompt + output) x KV per token per GPU <= F7 usable
-  TTFT             FX77 = queue 0 + FX74 (FX30 with the attention term at the prompt length; prefill alone on the replica)
-  TPOT             FX78 (standard) of FX75 memory_bound at the mean context prompt + output / 2
-  per-user tok/s   1 / TPOT;  throughput per GPU  batch / TPOT / tp (decode only)
-The space is small (TP x batch), so it is evaluated at once; no tree-boundary pruning is done.
+The terms of each point are in engine.plan.serve_eval; this module reads the model and device,
+picks the split's prefill TP (FX151), runs the tiles on an executor (each tile reduced to its
+front and its cheapest fleet on the worker) and merges them by the same total order as serial.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from engine.core.errors import InputError
 from engine.plan.evaluate import _Formulas
+from engine.plan.serve_eval import MODES, PRUNE, ServeSpace, constants, evaluate
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,73 +27,204 @@ class ServePlan:
     min_gpus: int | None
     replicas: int | None
     assumptions: tuple[str, ...]
-    rows: tuple[dict, ...] = ()  # every point meeting memory and both targets
+    rows: tuple[dict, ...] = ()  # every point meeting memory and both targets (keep_rows only)
+    cheapest: dict | None = None
+    pruned_bound: int = 0
+    pruned_tree: int = 0
+    tree_leaves: dict = field(default_factory=dict)
+    tp_prefill: int = 0
+    tiles: int = 1
+    executor: str = "serial"
 
 
 def _need_positive(value, field: str) -> float:
-    if value is None or not value > 0:
+    if value is None or isinstance(value, bool) or not value > 0:
         raise InputError(field, f"{value!r} is not a positive number")
     return float(value)
 
 
-def plan_serve(root, model: str, device: str, *, prompt: int, output: int, ttft: float, tpot: float, demand: float | None = None,
-               nvlink_domain: int = 8, max_batch: int = 256, mfu: float | None = None, kv_bytes: float = 2.0) -> ServePlan:
-    from engine.domain import presets
-    from engine.plan.space import _preset
+def _divisors(n: int, cap: int) -> tuple[int, ...]:
+    return tuple(t for t in range(1, min(n, cap) + 1) if n % t == 0)
 
-    for v, f in ((prompt, "--prompt"), (output, "--output"), (ttft, "--ttft"), (tpot, "--tpot"), (max_batch, "--max-batch"), (nvlink_domain, "--nvlink-domain")):
-        _need_positive(v, f)
-    if demand is not None:
+
+def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft: float, tpot: float, demand: float | None = None, qps: float | None = None,
+                nvlink_domain: int = 8, max_batch: int = 256, max_ep: int = 64, mfu: float | None = None, mbu: float = 1.0, kv_bytes: float = 2.0,
+                allreduce_latency: float | None = None, kv_link_bandwidth: float | None = None, waterline: float | None = None,
+                split: bool = True, prune: str = "all") -> ServeSpace:
+    from engine.domain import presets
+    from engine.plan.space import SCALEOUT_BANDWIDTH, _preset
+
+    for v, name in ((prompt, "--prompt"), (output, "--output"), (ttft, "--ttft"), (tpot, "--tpot"), (max_batch, "--max-batch"),
+                    (nvlink_domain, "--nvlink-domain"), (max_ep, "--max-ep"), (mbu, "--mbu"), (kv_bytes, "--kv-bytes")):
+        _need_positive(v, name)
+    for v, name in ((prompt, "--prompt"), (output, "--output"), (max_batch, "--max-batch"), (nvlink_domain, "--nvlink-domain"), (max_ep, "--max-ep")):
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise InputError(name, f"{v!r} is not a positive integer")
+    if mbu > 1:
+        raise InputError("--mbu", f"{mbu!r} is not in (0, 1]")
+    if demand is not None and qps is not None:
+        raise InputError("--qps", "give --demand (output tokens/s) or --qps (requests/s), not both")
+    if qps is not None:
+        demand = _need_positive(qps, "--qps") * output  # FX86 decode: qps x output tokens
+    elif demand is not None:
         _need_positive(demand, "--demand")
+    if prune not in PRUNE:
+        raise InputError("--prune", f"{prune!r} is not one of {', '.join(PRUNE)}")
     mv = _preset(presets, root, model, None, "bf16", "--model")
     dv = _preset(presets, root, None, device, "bf16", "--device")
     if mv.get("attention") not in ("gqa", "mha"):
         raise InputError("--model", f"{model}: plan serve counts GQA/MHA KV caches only (this model's attention is {mv.get('attention')})")
+    for need, what in (("peak_flops", "dense bf16 peak"), ("hbm_capacity", "memory capacity"), ("hbm_bandwidth", "memory bandwidth"),
+                       ("nominal_bandwidth", "scale-up interconnect bandwidth (interconnect.per_direction) for the TP all-reduces")):
+        if need not in dv:
+            raise InputError("--device", f"{device} records no {what} to plan with")
     if mfu is None:
         if "mfu" not in dv:
             raise InputError("--mfu", f"{device} records no measured MFU; give --mfu for the prefill rate")
         mfu = float(dv["mfu"][0])
+    elif not 0 < mfu <= 1:
+        raise InputError("--mfu", f"{mfu!r} is not in (0, 1]")
     f = _Formulas(str(root))
+    if allreduce_latency is None:
+        allreduce_latency = float(f.default("FX50", "step_latency"))
+    elif allreduce_latency < 0:
+        raise InputError("--allreduce-latency", f"{allreduce_latency!r} is not a non-negative time")
+    if waterline is None:
+        waterline = float(f.default("FX87", "waterline"))
+    elif not 0 < waterline <= 1:
+        raise InputError("--waterline", f"{waterline!r} is not in (0, 1]")
+    kv_link = SCALEOUT_BANDWIDTH if kv_link_bandwidth is None else _need_positive(kv_link_bandwidth, "--kv-link-bandwidth")
     heads, kvh = int(mv["heads"]), int(mv.get("kv_heads") or mv["heads"])
-    tp = np.array([t for t in range(1, nvlink_domain + 1) if heads % t == 0 and kvh % t == 0], dtype=float)
-    batch = np.arange(1, max_batch + 1, dtype=float)
-    T, B = np.meshgrid(tp, batch, indexing="ij")
-    T, B = T.ravel(), B.ravel()
-    weights = f("F6", "same", params=float(mv["params"]))
-    kv_token = f("F8", mv["attention"], layers=mv["layers"], kv_heads=kvh, heads=heads, head_dim=mv["head_dim"], kv_bytes=kv_bytes)
-    memory = f("FX302", weight_bytes=weights, tp_size=T) + B * (prompt + output) * kv_token / T
-    fits = memory <= f("F7", hbm_capacity=float(dv["hbm_capacity"]))
-    per_token = f("FX30", "include", params_active=float(mv["params_active"]), layers=mv["layers"], seq_len=float(prompt), heads=heads, head_dim=mv["head_dim"])
-    prefill = f("FX74", "per_token", infer_flops_per_token=per_token, prompt_tokens=float(prompt), tp_size=T, peak_flops=float(dv["peak_flops"]), mfu=mfu)
-    t_first = f("FX77", queue_time=0.0, prefill_time=prefill)
-    step = f("FX75", "memory_bound", weight_bytes=weights, tp_size=T, decode_batch=B, context_tokens=prompt + output / 2,
-             kv_bytes_per_token_per_gpu=kv_token / T, hbm_bandwidth=float(dv["hbm_bandwidth"]))
-    t_token = f("FX78", "standard", decode_step_time=step)
-    ok = fits & (t_first <= ttft) & (t_token <= tpot)
-    user, per_gpu = 1 / t_token, B / t_token / T
-    rows = [dict(tp=int(T[i]), batch=int(B[i]), ttft=float(t_first[i]), tpot=float(t_token[i]), user_tokens_per_s=float(user[i]),
-                 tokens_per_s_per_gpu=float(per_gpu[i]), memory=float(memory[i])) for i in np.flatnonzero(ok)]
-    front = pareto(rows)
-    best = max(rows, key=lambda r: (r["tokens_per_s_per_gpu"], -r["tp"], -r["batch"])) if rows else None
-    min_gpus = replicas = None
-    if rows:
-        def gpus(r):
-            return (int(np.ceil(demand / (r["tokens_per_s_per_gpu"] * r["tp"]))) if demand else 1) * r["tp"]
+    experts = int(mv.get("n_experts") or 0) if mv.get("model_arch") == "moe" else 0
+    params, active = float(mv["params"]), float(mv["params_active"])
+    top_k, expert_params = 0, 0.0
+    if experts:
+        top_k = int(mv["top_k"])
+        expert_params = (params - active) * experts / (experts - top_k)  # every routed expert the same size (as space.build)
+    tp = tuple(t for t in _divisors(heads, nvlink_domain) if kvh % t == 0)
+    base = dict(root=str(root), prompt=prompt, output=output, ttft=float(ttft), tpot=float(tpot), layers=int(mv["layers"]), hidden=int(mv["hidden"]),
+                heads=heads, kv_heads=kvh, head_dim=int(mv["head_dim"]), attention=mv["attention"], params=params, params_active=active,
+                expert_params=expert_params, top_k=top_k, kv_bytes=float(kv_bytes), hbm=float(dv["hbm_capacity"]), hbm_bw=float(dv["hbm_bandwidth"]),
+                peak=float(dv["peak_flops"]), nvlink_bw=float(dv["nominal_bandwidth"]), scaleout_bw=SCALEOUT_BANDWIDTH, nvlink_domain=nvlink_domain,
+                mfu=float(mfu), mbu=float(mbu), allreduce_latency=float(allreduce_latency), kv_link_bw=float(kv_link),
+                demand=float(demand) if demand else 0.0, waterline=waterline, tp_prefill=0,
+                modes=MODES if split and output >= 2 else MODES[:1], tp=tp, ep=_divisors(experts, max_ep) if experts else (1,),
+                batch=tuple(range(1, max_batch + 1)), prune=prune)
+    space = ServeSpace(**base)
+    if len(space.modes) > 1:
+        space = ServeSpace(**dict(base, tp_prefill=_prefill_tp(space, f)))
+    return space
 
-        cheapest = min(rows, key=lambda r: (gpus(r), r["tp"], r["batch"]))
-        min_gpus, replicas = gpus(cheapest), gpus(cheapest) // cheapest["tp"]
-        best = dict(best, min_gpus_layout=f"TP {cheapest['tp']} x batch {cheapest['batch']} x {replicas} replicas")
-    notes = (f"prefill MFU {mfu:g}" + (" (device preset: measured MFU)" if "mfu" in dv else ""),
-             "TTFT is one request's prefill alone on its replica (no queueing, no interference with decode)",
-             "TPOT at the mean context prompt + output/2; decode memory-bound at peak HBM bandwidth (FX75 memory_bound)",
-             "decode has no tensor-parallel communication cost, so throughput per GPU does not fall with TP here",
-             "no prefill/decode pool split, no EP, no tree-boundary pruning (every point evaluated)")
-    return ServePlan(int(T.size), len(rows), tuple(front), best, min_gpus, replicas, notes, tuple(rows))
+
+def _prefill_tp(s: ServeSpace, f: _Formulas) -> int:
+    """The split's prefill TP: from FX151's power of two (the TTFT after the KV transfer) upwards, the first
+    valid TP whose prefill with its all-reduces meets TTFT and whose weights and one prompt's KV fit (0: none)."""
+    c = constants(s, f)
+    queue = c["transfer"]
+    if queue >= s.ttft:
+        return 0
+    need = float(f("FX151", prefill_flops=c["flops_prefill"] * s.prompt, ttft_target=s.ttft, queue_time=queue, peak_flops=s.peak, mfu=s.mfu))
+    for t in s.tp:
+        if t < need:
+            continue
+        trial = constants(ServeSpace(**{**{k: getattr(s, k) for k in s.__slots__}, "tp_prefill": t}), f)
+        fits = (c["w_dense"] + c["w_expert"]) / t + s.prompt * c["kv_token"] / t <= c["usable"]
+        if fits and trial["ttft_split"] <= s.ttft:
+            return t
+    return 0
+
+
+ROW_KEYS = ("tp", "ep", "batch", "ttft", "tpot", "memory", "step", "tp_comm", "ep_comm", "goodput")
+
+
+def _row(t: dict, i: int, s: ServeSpace) -> dict:
+    r = {"index": int(t["index"][i]), "mode": MODES[int(t["mode"][i])]}
+    for k in ROW_KEYS:
+        r[k] = float(t[k][i])
+    for k in ("tp", "ep", "batch"):
+        r[k] = int(r[k])
+    r["gpus_per_instance"] = r["tp"] * r["ep"]
+    r["tp_prefill"] = s.tp_prefill if r["mode"] == "split" else 0
+    r["user_tokens_per_s"], r["tokens_per_s_per_gpu"] = float(t["user"][i]), float(t["per_gpu"][i])
+    r["fleet_gpus"], r["replicas"], r["prefill_instances"] = int(t["gpus"][i]), int(t["instances"][i]), int(t["prefill_instances"][i])
+    return r
+
+
+def _order(r: dict) -> tuple:
+    return (-r["user_tokens_per_s"], -r["tokens_per_s_per_gpu"], r["index"])
+
+
+def tile(args: tuple) -> dict:
+    """One tile reduced on its worker: its Pareto front, its best and cheapest rows, the counts."""
+    s, start, stop, keep_rows = args
+    t = evaluate(s, start, stop)
+    ok = np.flatnonzero(t["ok"])
+    rows = [_row(t, i, s) for i in ok]
+    out = dict(points=t["points"], feasible=len(rows), pruned_bound=t["pruned_bound"], pruned_tree=t["pruned_tree"], tree_leaves=t["tree_leaves"],
+               front=pareto(rows), best=min(rows, key=_best_key, default=None), cheapest=min(rows, key=_cheap_key, default=None))
+    out["rows"] = rows if keep_rows else []
+    return out
+
+
+def _best_key(r: dict) -> tuple:
+    return (-r["tokens_per_s_per_gpu"], r["index"])
+
+
+def _cheap_key(r: dict) -> tuple:
+    return (r["fleet_gpus"], -r["tokens_per_s_per_gpu"], r["index"])
+
+
+def plan_serve(root, model: str, device: str, *, executor: str = "serial", workers: int | None = None, tile_size: int = 1_000_000,
+               keep_rows: bool = True, **options) -> ServePlan:
+    from engine.plan.executor import map_tiles, tiles
+
+    s = build_serve(root, model, device, **options)
+    work = [(s, a, b, keep_rows) for a, b in tiles(s.size, tile_size)]
+    parts = map_tiles(tile, work, executor, workers)
+    merged_leaves: dict = {}
+    for p in parts:
+        for k, v in p["tree_leaves"].items():
+            merged_leaves[k] = merged_leaves.get(k, 0) + v
+    front = pareto([r for p in parts for r in p["front"]])
+    best = min((p["best"] for p in parts if p["best"]), key=_best_key, default=None)
+    cheapest = min((p["cheapest"] for p in parts if p["cheapest"]), key=_cheap_key, default=None)
+    rows = sorted((r for p in parts for r in p["rows"]), key=lambda r: r["index"])
+    return ServePlan(points=sum(p["points"] for p in parts), feasible=sum(p["feasible"] for p in parts), front=tuple(front), best=best,
+                     min_gpus=cheapest["fleet_gpus"] if cheapest else None, replicas=cheapest["replicas"] if cheapest else None,
+                     assumptions=notes(s), rows=tuple(rows), cheapest=cheapest, pruned_bound=sum(p["pruned_bound"] for p in parts),
+                     pruned_tree=sum(p["pruned_tree"] for p in parts), tree_leaves=merged_leaves, tp_prefill=s.tp_prefill, tiles=len(work),
+                     executor=str(executor))
+
+
+def notes(s: ServeSpace) -> tuple[str, ...]:
+    from engine.plan.space import SCALEOUT_SOURCE
+
+    out = [f"MFU {s.mfu:g} for prefill and decode compute (FX74, FX131); MBU {s.mbu:g} for the decode HBM reads (FX132; 1 = datasheet bandwidth)",
+           "TTFT is one request's prefill alone (no queueing); co-located TPOT carries the steady chunked-prefill share of each step "
+           "(batch x prompt / output tokens of FX74 per step)",
+           f"decode step FX75 roofline at the mean context prompt + output/2; TP all-reduces FX702-FX704 (2 L per pass) as FX50 rings over NVLink "
+           f"{s.nvlink_bw / 1e9:g} GB/s x F20 efficiency, step latency {s.allreduce_latency * 1e6:g} us per ring step"
+           + (" (FX50's default, the book calculator's; give --allreduce-latency from nccl-tests)" if s.allreduce_latency == 20e-6 else " (given)"),
+           f"fleet: FX87 replicas at waterline {s.waterline:g} for " + (f"{s.demand:g} output tokens/s" if s.demand else "one replica's goodput (no --demand/--qps)"),
+           "goodput per replica FX138 (decode slots, Little's law FX81 with FX79's end-to-end latency)"]
+    if s.expert_params:
+        out.append("MoE: instance = TP x EP GPUs, EP attention groups each hold batch / EP sequences; every expert's weights read each step "
+                   "(a large batch routes to all); All2All F19 forward over NVLink inside the domain, else 50 GB/s scale-out")
+    if len(s.modes) > 1:
+        out.append(f"split: prefill pool TP {s.tp_prefill or 'none meets TTFT'} (FX151 then the first valid TP meeting TTFT), sized by FX155 "
+                   f"(fluid, per GPU) and FX87 (fleet); KV transfer prompt x F8 / {s.kv_link_bw / 1e9:g} GB/s is TTFT queue time"
+                   + (f" ({SCALEOUT_SOURCE})" if s.kv_link_bw == 50e9 else ""))
+    out.append({"all": "pruning: batches above FX134's bound are not evaluated; split points the pd-disaggregation tree does not send to "
+                       "'disaggregate' are dropped (a recommendation, not a bound: --prune bound keeps them)",
+                "bound": "pruning: batches above FX134's bound only (it never changes the result)",
+                "none": "no pruning: every point evaluated"}[s.prune])
+    return tuple(out)
 
 
 def pareto(rows: list[dict]) -> list[dict]:
-    """Rows no other row beats on both per-user tokens/s and tokens/s per GPU, by per-user speed."""
-    ordered = sorted(rows, key=lambda r: (-r["user_tokens_per_s"], -r["tokens_per_s_per_gpu"], r["tp"], r["batch"]))
+    """Rows no other row beats on both per-user tokens/s and tokens/s per GPU, by per-user speed
+    (ties: the lower point number first)."""
+    ordered = sorted(rows, key=lambda r: (-r["user_tokens_per_s"], -r["tokens_per_s_per_gpu"], r.get("index", 0), r.get("tp", 0), r.get("batch", 0)))
     front, best = [], -1.0
     for r in ordered:
         if r["tokens_per_s_per_gpu"] > best:

@@ -21,6 +21,7 @@ class Plan:
     rows: tuple[dict, ...]
     why: str
     assumptions: tuple[str, ...] = field(default=())
+    folded: int = 0  # ZeRO-stage variants tied on step time with a listed layout, not listed
 
 
 def binding(row: dict) -> str:
@@ -44,13 +45,27 @@ def why(best: dict, nxt: dict | None) -> str:
 
 
 def plan(root, model: str, device: str, gpus: int, *, top: int = 5, executor: str = "serial", tile: int = TILE, workers: int | None = None,
-         **space_options) -> Plan:
+         fold: bool = True, **space_options) -> Plan:
+    """The ``top`` fastest layouts. With ``fold`` (the default) layouts that differ only by ZeRO stage
+    and tie exactly on step time are one row: the stage with the least memory per GPU (then the lower
+    stage), and ``folded`` counts the tied variants left out."""
     space = build(root, model, device, gpus, **space_options)
-    found = run(space, top, executor, tile, workers)
-    rows = []
-    for rank, (_, index) in enumerate(found.top, 1):
+    found = run(space, top * len(space.zero) if fold else top, executor, tile, workers)
+    rows, seen, folded = [], set(), 0
+    for _, index in found.top:
+        if len(rows) == top:
+            break
         row = describe(space, index)
-        row["rank"] = rank
+        if fold:
+            key = (row["tp"], row["pp"], row["ep"], row["mb"], row["recompute"], row["step_time"])
+            if key in seen:
+                continue
+            seen.add(key)
+            ties = [describe(space, _sibling(space, index, z)) for z in range(len(space.zero))]
+            ties = [t for t in ties if t["feasible"] and t["step_time"] == row["step_time"]]
+            folded += len(ties) - 1
+            row = min(ties, key=lambda t: (t["memory"], t["zero"]))
+        row["rank"] = len(rows) + 1
         row["mfu"] = row["compute"] * space.efficiency / row["step_time"]
         row["binding"] = binding(row)
         rows.append(row)
@@ -61,4 +76,15 @@ def plan(root, model: str, device: str, gpus: int, *, top: int = 5, executor: st
              "1F1B non-interleaved pipeline; tensor-parallel and data-parallel communication not overlapped (FX113 default overlap 0); no context parallelism",
              "DP x TP x PP = GPUs; EP is carved out of DP (EP divides DP and the experts); ranks ordered TP innermost, so TP stays in one NVLink domain",
              "activations are those of a GPT layer (Korthikanti et al.); MoE expert activations and load imbalance are not counted")
-    return Plan(space, found, tuple(rows), text, notes)
+    return Plan(space, found, tuple(rows), text, notes, folded)
+
+
+def _sibling(space: Space, index: int, zero: int) -> int:
+    """The point that differs from ``index`` only in its ZeRO stage (the ``zero`` axis position)."""
+    from engine.plan.space import AXES
+
+    stride = 1
+    for axis in reversed(AXES[AXES.index("zero") + 1:]):
+        stride *= len(getattr(space, axis))
+    current = (index // stride) % len(space.zero)
+    return index + (zero - current) * stride

@@ -51,8 +51,10 @@ def decide(alg: Algebra, conjunctions: list[list[Literal]], rng_seed: int = SEED
     return Verdict(point is not None, "sampled", point)
 
 
-def _decide_linear(alg: Algebra, conj: list[Literal]):
-    """False (infeasible, proven), a point (exact witness), or None (undecided)."""
+def _decide_linear(alg: Algebra, conj: list[Literal], witness: bool = True):
+    """False (infeasible, proven), a point (exact witness), or None (undecided). Without
+    ``witness`` a feasible alternative answers None at once instead of being realised as a
+    point: for callers that only ask "is it proven infeasible?" (the answer is the same)."""
     options = []
     for lit in conj:
         lin = alg.linear(lit)
@@ -70,7 +72,7 @@ def _decide_linear(alg: Algebra, conj: list[Literal]):
         status, point = fourier_motzkin(cons + dom, integer)
         if status == "infeasible":
             continue
-        if status == "unknown":
+        if status == "unknown" or not witness:
             undecided = True
             continue
         real = _realise(alg, point, conj)
@@ -276,7 +278,7 @@ def _simplify(alg: Algebra, conj: list[Literal]) -> list[Literal]:
     while i < len(kept):
         others = kept[:i] + kept[i + 1:]
         negated = Literal(kept[i].atom, not kept[i].positive)
-        if _decide_linear(alg, others + [negated]) is False:
+        if _decide_linear(alg, others + [negated], witness=False) is False:
             kept = others
             continue
         i += 1

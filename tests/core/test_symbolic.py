@@ -83,7 +83,9 @@ def test_monotonicity_past_its_budget_is_unknown_with_one_line(monkeypatch, capl
 
 
 def test_a_slow_real_simplification_is_cut_off():
-    # (a - b)**63 * (a + c)**63 - a*(b - c)**40: SymPy does not sign this derivative in 20 s here
+    # (a - b)**63 * (a + c)**63 - a*(b - c)**40: SymPy does not sign this derivative in 20 s here,
+    # and factoring it can sit in one C-level gcd the budget's signal cannot interrupt, so powers
+    # above MAX_FACTORED_POWER are left unknown before factoring
     a, b, c = sp.symbols("a b c", positive=True)
     start = time.monotonic()
     assert symbolic.monotonicity((a - b) ** 63 * (a + c) ** 63 - a * (b - c) ** 40, a, seconds=0.05) is None
@@ -140,3 +142,18 @@ def test_indicators_and_nonnegative_factors_compose():
     assert symbolic.monotonicity(backlog, g) == "decreasing"
     assert symbolic.monotonicity(backlog, c) == "increasing"
     assert symbolic.monotonicity(sp.Max(0, d - 1) * (d - 2), d) is None  # d - 2 may be negative
+
+
+def test_scaling_shapes_find_where_an_input_cancels():
+    from engine.numeric.calc_ranges import _degree
+
+    q, L, B, c, d, g, n, h = sp.symbols("qps L B conc demand gpus load h", positive=True)
+    shape = symbolic.scaling_shape(sp.Min(q * L * B / c, d * g / n))
+    # conc, demand and load all scale with qps (degree 1): both parts have degree 1 - 1 = 0
+    assert _degree(shape, {"qps": 1.0, "conc": 1.0, "demand": 1.0, "load": 1.0}) == 0.0
+    assert _degree(shape, {"qps": 1.0, "conc": 1.0, "demand": 1.0}) is None  # the parts disagree (0 and 1)
+    assert _degree(symbolic.scaling_shape(q * (1 - h)), {"qps": 1.0}) == 1.0
+    assert _degree(symbolic.scaling_shape(q * (1 - h)), {"h": 1.0}) is None  # h sits inside another factor
+    assert _degree(symbolic.scaling_shape(q + 1), {"qps": 1.0}) is None  # not homogeneous
+    assert _degree(symbolic.scaling_shape(sp.ceiling(q / c)), {"qps": 1.0, "conc": 1.0}) == 0.0
+    assert symbolic.scaling_shape(sp.Piecewise((q, q > 1), (1, True))) is None

@@ -84,3 +84,23 @@ def test_unknown_model_names_the_option(capsys):
     assert main(["plan", "--model", "nope", "--device", "h100-sxm", "--gpus", "8"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("aiinfra: error: --model: no model 'nope'")
+
+
+def test_zero_stage_ties_are_folded_unless_all(capsys):
+    from engine.plan.train import plan
+
+    kw = dict(top=4, global_batch=256, seq=4096, micro_batches=4)
+    folded = plan(ROOT, "llama-3.1-8b", "h100-sxm", 64, **kw)
+    every = plan(ROOT, "llama-3.1-8b", "h100-sxm", 64, fold=False, **kw)
+    layout = ("tp", "pp", "ep", "mb", "recompute")
+    # ZeRO 0, 1 and 2 move the same gradient bytes (F15) and so tie exactly; unfolded, the top rows repeat one layout
+    assert len({tuple(r[k] for k in layout) + (r["step_time"],) for r in every.rows}) < len(every.rows)
+    keys = [tuple(r[k] for k in layout) + (r["step_time"],) for r in folded.rows]
+    assert len(keys) == len(set(keys)) == 4 and folded.folded > 0
+    top = every.rows[0]
+    ties = [r for r in every.rows if all(r[k] == top[k] for k in layout) and r["step_time"] == top["step_time"]]
+    assert folded.rows[0]["memory"] == min(r["memory"] for r in ties)  # F4: a higher stage shards more state
+    assert folded.rows[0]["zero"] > top["zero"]
+    assert main(["plan", "--model", "llama-3.1-8b", "--device", "h100-sxm", "--gpus", "64", "--global-batch", "256", "--top", "4",
+                 "--max-micro-batch", "4"]) == 0
+    assert "tie on step time were folded" in capsys.readouterr().out

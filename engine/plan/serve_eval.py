@@ -1,0 +1,214 @@
+"""One tile of the serving search, vectorised: every term of a (mode, TP, EP, decode batch) point.
+
+A :class:`ServeSpace` is frozen and picklable (plain numbers, the knowledge root as a string),
+so any worker can evaluate any tile of it. Points are numbered in mixed radix over
+``SERVE_AXES`` (mode outermost: colocated first, then the prefill/decode split); the number is
+the tie-break everywhere.
+
+Per point, decode instance of g = TP x EP GPUs (compiled formulas, NumPy twins, no sympy):
+  weights per GPU  F6 of the dense part / TP + F6 of the routed experts / (TP x EP)
+  KV per token     F8 over TP; each of the EP attention groups holds batch / EP sequences (EP divides the batch)
+  memory           weights + batch/EP x (prompt + output) x KV per GPU <= F7 usable
+  decode step      FX75 roofline = max(FX131 compute at MFU, FX132 HBM reads at MBU), context prompt + output/2
+                   + TP all-reduces FX704 = FX703 (2 L) x FX50 ring all-reduce of FX702's message (FX1 wire bytes)
+                     over the device's NVLink bandwidth x F20's efficiency
+                   + EP All2All (F19 per token, forward) over NVLink when g fits the domain, else scale-out
+  colocated        TPOT (FX78) adds the steady chunked-prefill share of a step: batch x prompt / output tokens
+                   of FX74 per step; TTFT = FX77 (queue 0) of FX74 at the instance's g GPUs + its TP all-reduces
+                   goodput FX138 (decode slots) with FX81 / FX79 at TTFT + (output - 1) x TPOT
+  split            decode pool: TPOT = FX78 of the step alone; goodput FX138 with the slot held (output - 1) x TPOT
+                   prefill pool: TP from FX151 (smallest that meets TTFT after the KV transfer), FX155 cards
+                   per decode instance; TTFT = FX77 (queue = KV transfer F8 x prompt / link) + FX74 + all-reduces
+  per GPU          goodput / GPUs (split: decode instance + its share of the prefill pool); per user 1 / TPOT
+Pruning, before the heavy terms: a batch above (FX134's largest TPOT-meeting batch per attention group + 1) x EP, +1 for float margin, is
+never evaluated (TPOT only grows with the batch); split points the pd-disaggregation tree does not send to
+``disaggregate`` (tree walk_many, numeric) are dropped after the step is known.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.plan.evaluate import _Formulas
+
+MODES = ("colocate", "split")
+SERVE_AXES = ("mode", "tp", "ep", "batch")
+PRUNE = ("all", "bound", "none")
+
+
+@dataclass(frozen=True, slots=True)
+class ServeSpace:
+    root: str
+    prompt: int
+    output: int
+    ttft: float
+    tpot: float
+    # model
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    attention: str
+    params: float
+    params_active: float
+    expert_params: float
+    top_k: int
+    kv_bytes: float
+    # device
+    hbm: float
+    hbm_bw: float
+    peak: float
+    nvlink_bw: float
+    scaleout_bw: float
+    nvlink_domain: int
+    mfu: float
+    mbu: float
+    allreduce_latency: float  # FX50 step latency per ring step
+    kv_link_bw: float
+    demand: float  # output tokens/s the fleet serves (one decode instance's goodput where none is given)
+    waterline: float
+    # prefill pool of the split (chosen once: it does not depend on the decode point)
+    tp_prefill: int  # 0 when no TP meets the TTFT target after the KV transfer
+    # axes
+    modes: tuple[str, ...]
+    tp: tuple[int, ...]
+    ep: tuple[int, ...]
+    batch: tuple[int, ...]
+    prune: str = "all"
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (len(self.modes), len(self.tp), len(self.ep), len(self.batch))
+
+    @property
+    def size(self) -> int:
+        a, b, c, d = self.shape
+        return a * b * c * d
+
+
+def decode(space: ServeSpace, start: int, stop: int) -> dict[str, np.ndarray]:
+    index = np.arange(start, stop, dtype=np.int64)
+    rest, out = index.copy(), {}
+    for axis, n in zip(reversed(SERVE_AXES), reversed(space.shape), strict=True):
+        rest, i = np.divmod(rest, n)
+        out[axis] = i
+    return {"mode": out["mode"], "tp": np.asarray(space.tp, dtype=float)[out["tp"]], "ep": np.asarray(space.ep, dtype=float)[out["ep"]],
+            "batch": np.asarray(space.batch, dtype=float)[out["batch"]], "index": index}
+
+
+def _allreduce(f: _Formulas, s: ServeSpace, tokens, tp):
+    """FX704: FX703 (2 L, forward) all-reduces of FX702's message, each an FX50 ring all-reduce."""
+    msg = f("FX702", batch_tokens=tokens, hidden=float(s.hidden))
+    eff = f.default("F20", "bandwidth_efficiency")
+    one = f("FX50", "allreduce", ranks=tp, step_latency=s.allreduce_latency, collective_wire_bytes=f("FX1", "allreduce", msg_bytes=msg, ranks=tp),
+            eff_bandwidth=s.nvlink_bw * eff)
+    return f("FX704", tp_allreduce_count=f("FX703", comm_passes=1, layers=float(s.layers)), collective_time=one)
+
+
+def constants(s: ServeSpace, f: _Formulas | None = None) -> dict:
+    """Terms that do not depend on the point (per-token FLOPs and KV, the split's prefill pool)."""
+    f = f or _Formulas(s.root)
+    L, a, d = float(s.layers), float(s.heads), float(s.head_dim)
+    ctx = s.prompt + s.output / 2
+    kv = f("F8", s.attention, layers=L, kv_heads=float(s.kv_heads), heads=a, head_dim=d, kv_bytes=s.kv_bytes)
+    out = dict(kv_token=kv, ctx=ctx, usable=f("F7", hbm_capacity=s.hbm),
+               flops_prefill=f("FX30", "include", params_active=s.params_active, layers=L, seq_len=float(s.prompt), heads=a, head_dim=d),
+               flops_decode=f("FX30", "include", params_active=s.params_active, layers=L, seq_len=ctx, heads=a, head_dim=d),
+               w_dense=f("F6", "same", params=s.params - s.expert_params), transfer=s.prompt * kv / s.kv_link_bw)
+    out["w_expert"] = f("F6", "same", params=s.expert_params) if s.expert_params else 0.0
+    if s.tp_prefill:
+        tpp = float(s.tp_prefill)
+        out["prefill_split"] = f("FX74", "per_token", infer_flops_per_token=out["flops_prefill"], prompt_tokens=float(s.prompt), tp_size=tpp,
+                                 peak_flops=s.peak, mfu=s.mfu) + _allreduce(f, s, float(s.prompt), tpp)
+        out["ttft_split"] = f("FX77", queue_time=out["transfer"], prefill_time=out["prefill_split"])
+    return out
+
+
+def bound(s: ServeSpace, tp, ep, c: dict, f: _Formulas) -> np.ndarray:
+    """FX134 (tpot_target): the largest batch whose step (FX131 and FX132 alone) meets the TPOT target,
+    per (TP, EP), as (floor + 1) x EP sequences per instance. Every evaluated TPOT is at least that step, so no batch
+    above it can meet the target."""
+    w_gpu = c["w_dense"] / tp + c["w_expert"] / (tp * ep)
+    per_group = f("FX134", "tpot_target", hbm_bandwidth=s.hbm_bw, mbu=s.mbu, tpot_target=s.tpot, weight_bytes=w_gpu, tp_size=1.0,
+                  context_tokens=c["ctx"], kv_bytes_per_token_per_gpu=c["kv_token"] / tp, peak_flops=s.peak * tp, mfu=s.mfu,
+                  infer_flops_per_token=c["flops_decode"], max_concurrent_requests=float(max(s.batch)))
+    return (np.asarray(per_group, dtype=float) + 1) * ep  # batch / EP <= x < floor(x) + 1 per attention group
+
+
+def evaluate(s: ServeSpace, start: int, stop: int, f: _Formulas | None = None) -> dict:
+    """Every term of the points start..stop-1 that survive the pruning, and the pruned counts."""
+    f = f or _Formulas(s.root)
+    c = constants(s, f)
+    p = decode(s, start, stop)
+    keep = p["batch"] % p["ep"] == 0  # each EP attention group holds whole sequences (a layout rule, not pruning)
+    pruned_bound = 0
+    if s.prune in ("all", "bound"):
+        over = keep & (p["batch"] > bound(s, p["tp"], p["ep"], c, f) + 1)
+        pruned_bound, keep = int(over.sum()), keep & ~over
+    if s.tp_prefill == 0:  # no prefill pool meets TTFT: the split is infeasible, not pruned
+        keep &= p["mode"] == 0
+    p = {k: v[keep] for k, v in p.items()}
+    tp, ep, B, split = p["tp"], p["ep"], p["batch"], p["mode"] == 1
+    g = tp * ep
+    w_gpu = c["w_dense"] / tp + c["w_expert"] / (tp * ep)
+    kv_gpu = c["kv_token"] / tp
+    memory = w_gpu + B / ep * (s.prompt + s.output) * kv_gpu
+    compute = f("FX131", decode_batch=B / ep, infer_flops_per_token=c["flops_decode"], tp_size=tp, peak_flops=s.peak, mfu=s.mfu)
+    reads = f("FX132", weight_bytes=w_gpu, tp_size=1.0, decode_batch=B / ep, context_tokens=c["ctx"], kv_bytes_per_token_per_gpu=kv_gpu,
+              hbm_bandwidth=s.hbm_bw, mbu=s.mbu)
+    step = f("FX75", "roofline", decode_compute_time=compute, decode_memory_time=reads)
+    tp_comm = _allreduce(f, s, B / ep, tp)
+    if s.expert_params:
+        ep_bw = np.where(g <= s.nvlink_domain, s.nvlink_bw, s.scaleout_bw)
+        ep_bytes = f("F19", comm_passes=1, top_k=float(s.top_k), hidden=float(s.hidden), ep_size=ep) * B / ep * s.layers
+        ep_comm = f("F20", "nominal_discount", comm_bytes=ep_bytes, nominal_bandwidth=ep_bw, bandwidth_efficiency=f.default("F20", "bandwidth_efficiency"),
+                    comm_latency=0.0)
+    else:
+        ep_comm = np.zeros(B.shape)
+    decode_step = step + tp_comm + ep_comm
+    chunk = f("FX74", "per_token", infer_flops_per_token=c["flops_prefill"], prompt_tokens=B * s.prompt / s.output, tp_size=g, peak_flops=s.peak, mfu=s.mfu)
+    tpot = f("FX78", "standard", decode_step_time=np.where(split, decode_step, decode_step + chunk))
+    prefill_colo = f("FX74", "per_token", infer_flops_per_token=c["flops_prefill"], prompt_tokens=float(s.prompt), tp_size=g, peak_flops=s.peak,
+                     mfu=s.mfu) + _allreduce(f, s, float(s.prompt), tp)
+    ttft = np.where(split, c.get("ttft_split", np.inf), f("FX77", queue_time=0.0, prefill_time=prefill_colo))
+    e2e = f("FX79", ttft=np.where(split, 0.0, ttft), output_len=float(s.output), tpot=tpot)
+    goodput = f("FX138", "decode_slots", qps=1.0, avg_output_tokens=float(s.output), decode_batch=B, concurrency=f("FX81", qps=1.0, e2e_latency=e2e))
+    prefill_gpus = np.where(split, f("FX155", prefill_flop_rate=goodput / s.output * s.prompt * c["flops_prefill"], peak_flops=s.peak, mfu=s.mfu), 0.0)
+    per_gpu = goodput / (g + prefill_gpus)
+    ok = (memory <= c["usable"]) & (ttft <= s.ttft) & (tpot <= s.tpot)
+    # fleet for the demand: FX87 instances of the decode instance, and (split) of the prefill pool
+    demand = s.demand if s.demand else goodput * s.waterline  # no demand: one replica's goodput at the waterline, i.e. one replica
+    inst = f("FX87", token_demand=demand, instance_goodput=goodput, waterline=s.waterline)
+    gpus = inst * g
+    if s.tp_prefill:
+        per_prefill = s.tp_prefill * s.peak * s.mfu / c["flops_prefill"]  # prompt tokens/s of one prefill instance (FX74 rate)
+        prompt_demand = f("FX86", "prefill", qps=demand / s.output, avg_input_tokens=float(s.prompt))
+        prefill_inst = f("FX87", token_demand=prompt_demand, instance_goodput=per_prefill, waterline=s.waterline)
+        gpus = gpus + np.where(split, prefill_inst * s.tp_prefill, 0.0)
+    else:
+        prefill_inst = 0.0
+    out = dict(index=p["index"], mode=p["mode"], tp=tp, ep=ep, batch=B, memory=memory, step=step, tp_comm=tp_comm, ep_comm=ep_comm, tpot=tpot, ttft=ttft,
+               goodput=goodput, per_gpu=per_gpu, user=1 / tpot, gpus=gpus, instances=inst, prefill_instances=np.where(split, prefill_inst, 0.0), ok=ok)
+    pruned_tree, leaves = 0, {}
+    if s.prune == "all" and split.any():
+        leaf = np.asarray(tree_leaves(s, c, prefill_colo[split], decode_step[split], gpus[split]))
+        ruled = np.zeros(split.shape, dtype=bool)
+        ruled[np.flatnonzero(split)] = leaf != "disaggregate"
+        pruned_tree = int(ruled.sum())
+        leaves = {str(k): int(v) for k, v in zip(*np.unique(leaf[leaf != "disaggregate"], return_counts=True), strict=True)}
+        out = {k: v[~ruled] for k, v in out.items()}
+    out["pruned_bound"], out["pruned_tree"], out["tree_leaves"], out["points"] = pruned_bound, pruned_tree, leaves, stop - start
+    return out
+
+
+def tree_leaves(s: ServeSpace, c: dict, prefill_time, decode_step, serving_gpus) -> list[str]:
+    """The pd-disaggregation tree's leaf for each split point (its numeric walk_many, no sympy)."""
+    from engine.trees.runner import runner
+
+    n = len(prefill_time)
+    columns = dict(prefill_time=prefill_time, decode_step_time=decode_step, tpot_slo=np.full(n, s.tpot), serving_gpus=serving_gpus,
+                   prompt_tokens=np.full(n, float(s.prompt)), kv_bytes_per_token=np.full(n, c["kv_token"]), kv_link_bandwidth=np.full(n, s.kv_link_bw))
+    return runner(s.root, "pd-disaggregation").walk_many({"latency_slo": "interactive"}, columns)
