@@ -170,7 +170,9 @@ def build_parser(argv: list[str] | None = None):
     p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
     _shared(p, False)
     _models_and_hardware(verbs, Parser, raw, _memory_figures(argv))
-    _plugins(verbs, Parser)
+    if not (argv and (argv[0] in verbs.choices or argv[0] == "calc")):
+        # a core verb first on the line needs no plugin parsers: argparse then only descends into it
+        _plugins(verbs, Parser)
     if argv is not None and _verb_and_root(argv)[0] == "calc":  # the knowledge is read only for this verb
         _calculators(verbs, Parser, raw, _verb_and_root(argv)[1])
     else:  # listed in --help and in the unknown-verb message without reading the calculators
