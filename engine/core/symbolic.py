@@ -186,18 +186,12 @@ _BOUNDED = {"fraction": (0, True), "fraction_below_one": (0, True), "positive_fr
             "ge_one": (1, False), "ge_two_integer": (2, False)}
 
 
-def _reparametrised(expr: sp.Expr, domains: Mapping[sp.Symbol, str]) -> tuple[sp.Expr, dict]:
-    """``expr`` with each bounded symbol written as an increasing function of a fresh u >= 0:
-    x = u/(1+u) on [0, 1) and x = lo + u on [lo, oo). SymPy's assumptions cannot say x <= 1 or
-    x >= 1, but they can say u >= 0, so 1 - x = 1/(1+u) is seen positive and x - 1 = u
-    nonnegative. The map is increasing, so a direction in u is the direction in x (the closed
-    end x = 1 of ``fraction`` follows by continuity)."""
-    fresh, subs = _substitution({x: d for x, d in domains.items() if x in expr.free_symbols})
-    return (expr.xreplace(subs), fresh) if subs else (expr, fresh)
-
-
 def _substitution(domains: Mapping[sp.Symbol, str]) -> tuple[dict, dict]:
-    """(x -> u, x -> its expression in u) for the bounded symbols of ``domains``."""
+    """(x -> u, x -> its expression in u) for the bounded symbols of ``domains``: each written as
+    an increasing function of a fresh u >= 0, x = u/(1+u) on [0, 1) and x = lo + u on [lo, oo).
+    SymPy's assumptions cannot say x <= 1 or x >= 1, but they can say u >= 0, so 1 - x = 1/(1+u)
+    is seen positive and x - 1 = u nonnegative. The map is increasing, so a direction in u is the
+    direction in x (the closed end x = 1 of ``fraction`` follows by continuity)."""
     fresh, subs = {}, {}
     for x, domain in domains.items():
         if domain not in _BOUNDED:
@@ -216,7 +210,7 @@ def monotonicity(expr: sp.Expr, symbol: sp.Symbol, seconds: float | None = None,
     """'increasing', 'decreasing' or 'constant' in ``symbol`` over the symbols' domains; None if unknown.
 
     ``domains`` (symbol -> domain name) adds the upper and lower ends the assumptions cannot
-    carry (see :func:`_reparametrised`). The direction is first composed from the expression's
+    carry (see :func:`_substitution`). The direction is first composed from the expression's
     structure (sums, products of positive factors, powers, exp/log, ceiling/floor, Min/Max);
     failing that, ceiling and floor are replaced by their argument before differentiating and
     the derivative's sign comes from the symbols' assumptions. ``ordered`` pairs (a, b) say
@@ -232,29 +226,16 @@ def monotonicity(expr: sp.Expr, symbol: sp.Symbol, seconds: float | None = None,
             others = {s: d for s, d in (domains or {}).items() if s != symbol and s in expr.free_symbols}
             _, moved = _substitution(others)
             expr = expr.xreplace(moved) if moved else expr
-            mine = {symbol: domains[symbol]} if domains and symbol in domains else {}
-            fresh, ends = _substitution(mine)
-            ends.update(_orderings(ordered, moved, ends))
-            structural = _structural(expr, symbol, ends)
+            fresh, mine = _substitution({symbol: domains[symbol]} if domains and symbol in domains else {})
+            structural = _structural(expr, symbol, {**mine, **_orderings(ordered, moved, mine)})
             if structural is not None:
                 return structural
             # the derivative needs the symbol's own ends too
-            own, target = (expr.xreplace(ends_of(mine, fresh)), fresh[symbol]) if fresh else (expr, symbol)
-            checks = _orderings(ordered, {**moved, **ends_of(mine, fresh)}, {})
-            return _monotonicity(own, target, checks)
+            own, target = (expr.xreplace(mine), fresh[symbol]) if fresh else (expr, symbol)
+            return _monotonicity(own, target, _orderings(ordered, {**moved, **mine}, {}))
     except _OutOfTime:
         log.warning("monotonicity of %s in %s could not be decided within %g s; treated as unknown", _short(sp.sstr(expr)), symbol, budget)
         return None
-
-
-def ends_of(domains: Mapping[sp.Symbol, str], fresh: dict) -> dict:
-    """x -> its expression in the fresh u of :func:`_substitution`."""
-    return _substitution(domains)[1] if not fresh else {x: _through(x, domains[x], u) for x, u in fresh.items()}
-
-
-def _through(x: sp.Symbol, domain: str, u: sp.Symbol) -> sp.Expr:
-    low, unit = _BOUNDED[domain]
-    return u / (1 + u) if unit else low + u
 
 
 def _orderings(ordered, moved: dict, ends: dict) -> dict:

@@ -27,12 +27,12 @@ def test_a_range_that_crosses_an_ordering_is_sampled():
     c = api.calculator("serving-fleet")
     # queue 0.1..0.5 s under a 1 s TTFT target: ttft_target > queue_time over the whole box, so
     # FX151's directions hold and the TP group, TTFT and batch come from exact corners
-    held = c.run(**{**FLEET, "queue_time": "0.1..0.5"}, qps=50)
+    held = c.run(**{**FLEET, "queue_time": "0.1..0.5"}, qps=50, mfu=0.4)
     assert {held.outputs[n].method for n in ("tp_size", "ttft", "decode_batch")} == {"exact"}
-    # TTFT = queue + prefill: the prefill of 2048 tokens does not depend on the queue, so the
-    # TTFT range is the queue range shifted by one prefill time (hand check: high - low = 0.4 s)
+    # TTFT = queue + prefill (FX77): with the MFU fixed the prefill of 2048 tokens does not depend
+    # on the queue, so the TTFT range is the queue range shifted by one prefill time: 0.5 - 0.1 s
     ttft = held.outputs["ttft"]
-    assert ttft.high - ttft.low == pytest.approx(0.4, abs=0.011)  # 0.4 s of queue plus the mfu band's prefill swing
+    assert ttft.high - ttft.low == pytest.approx(0.4, rel=1e-12)
     # a target of 0.4..1 s against the same queue: at (0.4, 0.5) the queue exceeds the target,
     # the ordering fails inside the box, and the ranges are sampled rather than composed
     crossed = c.run(**{**FLEET, "queue_time": "0.1..0.5", "ttft_target": "0.4..1"}, qps=50)
