@@ -19,11 +19,11 @@ import ast
 import math
 import operator
 import warnings
-from dataclasses import dataclass
 from fractions import Fraction
 
 from engine.core import expr_limits
 from engine.core.errors import ExprError
+from engine.core.record import dataclass
 
 MAX_LENGTH = 4000
 MAX_DEPTH = 40

@@ -7,8 +7,6 @@ the fast CLI paths can use it.
 
 from __future__ import annotations
 
-import difflib
-
 
 def match(text: str, names) -> str | None:
     """The name equal to ``text`` ignoring case (and surrounding spaces), or None."""
@@ -19,6 +17,7 @@ def match(text: str, names) -> str | None:
 def close(text: str, names, n: int = 3) -> list[str]:
     """Up to ``n`` names that look like ``text`` (difflib ratio >= 0.6, compared without case)."""
     by_fold = {name.casefold(): name for name in names}
+    import difflib  # imported only when a name is not found
     return [by_fold[m] for m in difflib.get_close_matches(text.strip().casefold(), list(by_fold), n=n)]
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.core.errors import InputError, KnowledgeError, Problem
+from engine.core.record import dataclass, field
 
 FOLDER = ("knowledge", "reference_architectures")
 

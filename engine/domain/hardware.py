@@ -14,9 +14,9 @@ Integer precisions count integer operations per second in FLOPS units (a vendor'
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
 
 from engine.core.errors import InputError, Problem, UnitError
+from engine.core.record import dataclass, replace
 from engine.core.units import parse_quantity
 
 PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4")

@@ -7,9 +7,8 @@ anything else is refused with its name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from engine.core.errors import InputError
+from engine.core.record import dataclass, field
 
 # ---------------------------------------------------------------------------------------- keys
 # Keys that do not change the architecture: numerics, training-only settings, token ids,

@@ -11,8 +11,8 @@ figure never enters by accident. Published achieved/peak ratios of the device
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 
+from engine.core.record import dataclass
 from engine.domain.hardware import Device, Selection
 from engine.numeric.evaluate import evaluate
 

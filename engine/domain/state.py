@@ -10,9 +10,8 @@ recurrent row is empty; the formulas are ready for the records that will have th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from engine.core.errors import InputError
+from engine.core.record import dataclass
 
 
 @dataclass(frozen=True)

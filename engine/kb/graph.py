@@ -16,11 +16,10 @@ Edge direction is decided here and only here: "A depends on B" is an edge A --> 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import networkx as nx
 
 from engine.core.ids import parse_id
+from engine.core.record import dataclass
 
 
 @dataclass

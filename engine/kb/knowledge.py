@@ -12,14 +12,15 @@ id) instead of stopping at the first. Nothing is loaded at import time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from engine.core.errors import AiinfraError, KnowledgeError, Problem
 from engine.core.ids import DEFAULT_BOOK, Kind, parse_id, parse_user_id
+from engine.core.record import dataclass, field
 from engine.kb.loadcache import FileCache
 from engine.kb.yamlio import MarkedDict, MarkedList, plain
+
+TYPE_CHECKING = False  # typing costs about 4 ms to import; only type checkers need it
 
 if TYPE_CHECKING:
     from engine.kb.formulas import FormulaSet

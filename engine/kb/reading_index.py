@@ -43,7 +43,7 @@ def key(root, files) -> str | None:
 def encode(value):
     """Records as JSON: a record ``{"c": class, "f": [fields]}``, a tuple ``{"t": [...]}``, a
     mapping ``{"m": [[key, value], ...]}``, a list a list, a scalar itself."""
-    from dataclasses import fields, is_dataclass
+    from engine.core.record import fields, is_dataclass
 
     if is_dataclass(value):
         return {"c": type(value).__name__, "f": [encode(getattr(value, f.name)) for f in fields(value)]}

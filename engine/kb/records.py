@@ -7,10 +7,12 @@ are the same strings); parsing of expressions and units happens in the builders
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from engine.core.expr import Node
+from engine.core.record import dataclass
 from engine.core.units import Quantity, Unit
+
+TYPE_CHECKING = False  # the expression parser (and ast) is not needed to hold a parsed tree
+if TYPE_CHECKING:
+    from engine.core.expr import Node
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 from functools import cache
-from importlib import resources
 
 from engine.core.errors import Problem
 from engine.kb.yamlio import mark_at, plain
@@ -17,6 +16,10 @@ from engine.kb.yamlio import mark_at, plain
 
 @cache
 def validator(kind: str):
+    from importlib import (
+        resources,  # here, not at import: it pulls in typing and tempfile (about 6 ms)
+    )
+
     from jsonschema import Draft202012Validator, validators
 
     resource = resources.files("engine.kb.schemas").joinpath(f"{kind}.json")

@@ -32,13 +32,58 @@ def condition_source(text: str, symbols) -> tuple[list[str], str]:
 
 
 _CONDITIONS: dict[str, tuple] = {}
+_OWN = ("engine/numeric/calc_conditions.py", "engine/core/codegen.py", "engine/core/expr.py")
 
 
 def _condition(text: str, symbols) -> tuple:
-    """condition_function, memoised per process: conditions come from the parsed records, never a cache."""
+    """condition_function, memoised per process (the texts come from the parsed records)."""
     if text not in _CONDITIONS:
         _CONDITIONS[text] = condition_function(text, symbols)
     return _CONDITIONS[text]
+
+
+def _conditions_of(calc: Calculator, symbols) -> None:
+    """Every condition of ``calc``, compiled at once (:func:`compile_conditions`)."""
+    compile_conditions([fb["when"] for fb in calc.failure_boundaries], symbols)
+
+
+def compile_conditions(texts, symbols) -> dict[str, tuple]:
+    """text -> (symbols used, function) for each condition, as condition_function gives them.
+
+    The texts not yet memoised are compiled at once into one generated module, kept in the
+    private code cache like the formula module (engine.numeric.compiled.module: digest-checked,
+    the user's own files only) and named by the texts and the generator's sources. A warm run
+    then neither parses (``ast``) nor compiles them: about 1 ms per condition, 17 in one
+    ``arch show``. The source is generated here from the whitelisted trees only."""
+    wanted = list(dict.fromkeys(texts))
+    todo = sorted(set(wanted) - set(_CONDITIONS))
+    if todo:
+        _compile_into_memo(todo, symbols)
+    return {t: _CONDITIONS[t] for t in wanted}
+
+
+def _compile_into_memo(texts: list[str], symbols) -> None:
+    from engine.numeric import compiled
+
+    key = "conditions_" + compiled.files_key(".", (), _OWN, "\0".join(texts))
+
+    def source() -> str:
+        from engine.core import codegen
+        from engine.core.expr import parse_condition
+
+        lines, table = [codegen.PRELUDE], {}
+        for i, text in enumerate(texts):
+            tree = parse_condition(text, symbols)
+            used = sorted(tree.symbols())
+            names = {n: f"v_{n}" for n in used}
+            lines.append(f"def _cond_{i}({', '.join(names[n] for n in used)}):\n    return {codegen.to_python(tree, names)}\n")
+            table[text] = (used, f"_cond_{i}")
+        lines.append(f"CONDITIONS = {table!r}\n")
+        return "\n".join(lines)
+
+    module = compiled.module(key, source)
+    for text, (used, name) in module.CONDITIONS.items():
+        _CONDITIONS.setdefault(text, (list(used), getattr(module, name)))
 
 
 def _exec_condition(source: str):
@@ -48,6 +93,7 @@ def _exec_condition(source: str):
 
 
 def _boundaries(calc: Calculator, graph: Graph, point: dict, outputs: dict, quantities: dict) -> list[str]:
+    _conditions_of(calc, graph.units)
     warnings = []
     for fb in calc.failure_boundaries:
         used, fn = _condition(fb["when"], graph.units)
@@ -67,6 +113,7 @@ def _boundaries(calc: Calculator, graph: Graph, point: dict, outputs: dict, quan
 def _refused(calc: Calculator, graph: Graph, point: dict, outputs: dict | None = None, quantities: dict | None = None, boundaries=None) -> None:
     """A failure boundary with ``refuse: <input>`` that holds (at the point or an end of the ranges) is bad input
     (``boundaries``: only these of the calculator's, in their order)."""
+    _conditions_of(calc, graph.units)
     for fb in calc.failure_boundaries if boundaries is None else boundaries:
         if not fb.get("refuse"):
             continue

@@ -8,10 +8,10 @@ from __future__ import annotations
 import re
 import sys
 import weakref
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.core.errors import KnowledgeError
+from engine.core.record import dataclass, field
 from engine.numeric.evaluate import InputValue, OutputValue
 
 FOLDER = ("knowledge", "calculators")

@@ -14,6 +14,7 @@ private or not writable the module is built in memory for this run.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import zlib
 from time import monotonic as _monotonic
@@ -54,22 +55,56 @@ def files_key(root, folders, own_files, salt: str = "") -> str:
         for dirpath, dirnames, filenames in sorted(os.walk(base)):
             dirnames.sort()
             files += [(None, os.path.join(dirpath, n)) for n in sorted(filenames) if n.endswith(".yaml")]
-    for own, path in files:
-        name = own if own is not None else os.path.relpath(path, os.fspath(root))
+    named = [(own if own is not None else os.path.relpath(path, os.fspath(root)), path) for own, path in files]
+    signature = tuple(_signature(path) for _, path in named)
+    memo = (salt, tuple(named))
+    seen = _KEYS.get(memo)
+    if seen is not None and None not in signature and seen[0] == signature:
+        return seen[1]
+    for name, path in named:
         data = name.encode() + b"\0" + _content(path) + b"\0"
         crc, adler = zlib.crc32(data, crc), zlib.adler32(data, adler)
-    return f"{crc:08x}{adler:08x}{len(files):04x}"
+    key = f"{crc:08x}{adler:08x}{len(files):04x}"
+    _KEYS[memo] = (signature, key)
+    return key
+
+
+_KEYS: dict[tuple, tuple] = {}  # (salt, files) -> (their stat signatures, key) computed by this process
+
+
+def _signature(path: str) -> tuple | None:
+    """Inode, size, modification and change time (ns) of a regular file; None otherwise (read it)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) if stat.S_ISREG(st.st_mode) else None
+
+
+_SEEN: dict[str, tuple[tuple, bytes]] = {}  # path -> (stat signature, bytes) read by this process
 
 
 def _content(path: str) -> bytes:
     """A file's bytes for the key. A FIFO, a device or an oversized file counts as its refusal
-    (the loader reports it as a problem), so computing the key never blocks or reads without end."""
+    (the loader reports it as a problem), so computing the key never blocks or reads without end.
+
+    A regular file already read by this process is not read again while its inode, size and
+    modification time (nanoseconds) and change time are the same: one command computes several
+    keys over the same files (arch show runs six calculators), and a long-lived API process
+    re-keys on every call."""
     from engine.core.fileread import MAX_FILE_BYTES, FileRefused, read_regular
 
+    sig = _signature(path)
+    seen = _SEEN.get(path)
+    if seen is not None and sig is not None and seen[0] == sig:
+        return seen[1]
     try:
-        return read_regular(path, MAX_FILE_BYTES)
+        data = read_regular(path, MAX_FILE_BYTES)
     except FileRefused as exc:
         return exc.reason.encode()
+    if sig is not None:
+        _SEEN[path] = (sig, data)
+    return data
 
 
 def load(root):

@@ -7,12 +7,11 @@ coefficient is not known from the domains, the answer says so instead of guessin
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import sympy as sp
 
 from engine.core import symbolic
 from engine.core.errors import InputError
+from engine.core.record import dataclass, field
 from engine.core.units import parse_quantity
 from engine.kb.records import Formula
 from engine.numeric.evaluate import check_domain, read_input

@@ -9,10 +9,10 @@ total order every tile uses, so every executor returns exactly what serial retur
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
 from enum import StrEnum
 
 from engine.core.errors import InputError
+from engine.core.record import dataclass
 from engine.plan.space import Space
 
 TILE = 1_000_000

@@ -9,11 +9,10 @@ front and its cheapest fleet on the worker) and merges them by the same total or
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from engine.core.errors import InputError
+from engine.core.record import dataclass, field
 from engine.plan.evaluate import _Formulas
 from engine.plan.serve_eval import MODES, PRUNE, ServeSpace, constants, evaluate
 

@@ -27,10 +27,9 @@ never evaluated (TPOT only grows with the batch); split points the pd-disaggrega
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from engine.core.record import dataclass
 from engine.plan.evaluate import _Formulas
 
 MODES = ("colocate", "split")

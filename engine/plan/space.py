@@ -9,9 +9,8 @@ ZeRO stage and lighter recomputation, wins a tie).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from engine.core.errors import InputError
+from engine.core.record import dataclass
 
 RECOMPUTE = ("none", "selective", "full")
 ZERO = (0, 1, 2, 3)

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from engine.core.record import dataclass, field
 from engine.plan.evaluate import TERMS, describe
 from engine.plan.executor import TILE, Found, run
 from engine.plan.space import COMPUTE_EFFICIENCY_NOTE, SCALEOUT_SOURCE, Space, build

@@ -8,14 +8,13 @@ this module only explains its verdict.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections import deque
-from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
 from engine.core.errors import InputError
 from engine.core.ids import DEFAULT_BOOK
+from engine.core.record import dataclass, replace
 
 KINDS = ("goal", "problem", "role")  # path kinds, in the order ``path for`` ranks them
 GROUPS = {"goal": 0, "problem": 1, "role": 2, "action": 3}  # goals first, then action words
@@ -34,6 +33,7 @@ def resolve_path(k, text: str):
     name = name.split(":", 1)[1] if name.startswith("path:") else name
     if f"path:{name}" in k.paths:
         return k.paths[f"path:{name}"]
+    import difflib  # imported only when a name is not found
     close = difflib.get_close_matches(name, [p.split(":", 1)[1] for p in k.paths], n=3, cutoff=0.5)
     raise InputError("ID", f"{text!r} is not a reading path{_hint(close, 'aiinfra path list')}")
 
@@ -161,6 +161,7 @@ def match(k, words: str) -> list[Match]:
 
 def close_titles(k, words: str) -> list[str]:
     every = [t for p in k.paths.values() for t in (p.title_zh, p.title)] + [t for a in k.actions.values() for t in (a.word_zh, a.word)]
+    import difflib  # imported only when a name is not found
     return difflib.get_close_matches(words.strip(), every, n=3, cutoff=0.4)
 
 

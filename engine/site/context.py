@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import posixpath
 from collections import defaultdict
-from dataclasses import dataclass, field
 
 from engine.core.ids import Kind, parse_id
+from engine.core.record import dataclass, field
 
 
 @dataclass

@@ -8,8 +8,7 @@ directly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
+from engine.core.record import dataclass, field
 from engine.site import (
     arch_pages,
     book_pages,

@@ -4,12 +4,12 @@ recommendation flips, with a closed form where one is found."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import sympy as sp
 
 from engine.core import symbolic
 from engine.core.errors import InputError
+from engine.core.record import dataclass, field
 from engine.trees.algebra import Algebra, _rational
 from engine.trees.literals import _REL, Literal, dnf, literals_of, routes
 from engine.trees.runner import Runner

@@ -4,12 +4,12 @@ gaps and overlaps at every test node, and each leaf's simplified region."""
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
 from fractions import Fraction
 
 import sympy as sp
 
 from engine.core.errors import Problem
+from engine.core.record import dataclass, field
 from engine.trees.algebra import Algebra
 from engine.trees.literals import (
     _REL,

@@ -4,11 +4,11 @@ decided exactly by Fourier-Motzkin elimination over fractions (with a witness po
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from fractions import Fraction
 
 import sympy as sp
 
+from engine.core.record import dataclass, field
 from engine.trees.runner import Runner
 
 SAMPLES = 2000

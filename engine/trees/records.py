@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from engine.core.errors import InputError, KnowledgeError, Problem
+from engine.core.record import dataclass
 
 FOLDER = "decision_trees"
 

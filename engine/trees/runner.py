@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
 
 from engine.core.errors import EvaluationError, InputError
-from engine.numeric.calculators import Graph, _chain, _Missing, condition_function
+from engine.core.record import dataclass, field
+from engine.numeric.calc_conditions import compile_conditions
+from engine.numeric.calculators import Graph, _chain, _Missing
 from engine.numeric.evaluate import InputValue
 from engine.trees.records import Leaf, Node, Tree, load_one
 from engine.trees.state import Prompt, _Back, _Recorder, _WalkState
@@ -129,11 +130,14 @@ class Runner:
         self.calc = pseudo_calculator(tree, calc_records)
         self.symbols = Symbols(tree, self.graph, self.calc.inputs)
         names = self.symbols.names()
+        texts = [b.when for node in tree.nodes.values() for b in node.branches]
+        texts += [leaf.boundary["when"] for leaf in tree.leaves.values() if leaf.boundary]
+        compiled_conds = compile_conditions(texts, names)  # one cached module, not one parse per condition
         self.conds = {}
         for node in tree.nodes.values():
             for i, b in enumerate(node.branches):
-                self.conds[(node.id, i)] = condition_function(b.when, names)
-        self.boundaries = {k: condition_function(leaf.boundary["when"], names) for k, leaf in tree.leaves.items() if leaf.boundary}
+                self.conds[(node.id, i)] = compiled_conds[b.when]
+        self.boundaries = {k: compiled_conds[leaf.boundary["when"]] for k, leaf in tree.leaves.items() if leaf.boundary}
         self.allowed = self._allowed()
 
     def _allowed(self) -> set[str]:

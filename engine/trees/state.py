@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from engine.core.errors import InputError
 from engine.numeric.calculators import _chain, _Missing, _Plan
 from engine.numeric.evaluate import InputValue, check_domain, read_input
 from engine.trees.symbols import Symbols
+
+TYPE_CHECKING = False  # typing costs about 4 ms to import; only type checkers need it
 
 if TYPE_CHECKING:
     from engine.trees.runner import Runner

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from engine.core.errors import ExprError, InputError, Problem, UnitError
+from engine.core.record import dataclass, field
 from engine.numeric.calculators import Graph
 from engine.numeric.evaluate import check_domain
 from engine.trees.records import Node, Tree

@@ -351,3 +351,21 @@ def test_tree_ids_are_case_insensitive(capsys):
     code, out, err = run(["tree", "walk", "PD-Disaggregation", "--set", "latency_slo=offline", "--format", "json"], capsys)
     assert (code, err) == (0, ""), err
     assert json.loads(out)["leaf"]["id"] == "colocate-throughput"  # offline needs no numbers (tests/trees/test_trees.py)
+
+
+def test_core_verbs_list_every_verb_the_full_parser_adds():
+    """CORE_VERBS (one verb's parsers built alone) names every verb build_parser adds besides the plugins."""
+    from engine.cli import main as cli
+
+    top = cli.build_parser(None)
+    verbs = next(a for a in top._actions if a.__class__.__name__ == "_SubParsersAction")
+    assert set(verbs.choices) == set(cli.CORE_VERBS) | set(cli.PLUGIN_VERBS)
+
+
+@pytest.mark.parametrize("argv, words", [(["roofline", "--bogus"], "unrecognized"), (["model", "shw"], "did you mean show"),
+                                         (["hardware", "show"], "ID")])
+def test_one_verb_parser_keeps_the_errors(argv, words, capsys):
+    from engine.cli.main import main
+
+    assert main(argv) == 2
+    assert words in capsys.readouterr().err

@@ -118,3 +118,30 @@ def test_a_library_upgrade_changes_the_check_key(monkeypatch):
     assert "sympy-" in stamp and "jsonschema-" in stamp  # the installed versions, read from their dist-info folders
     monkeypatch.setattr(integrity, "libraries_stamp", lambda: stamp.replace("sympy-", "sympy-0.0.0-was-"))
     assert integrity.outcome_key(root) != before
+
+
+# Standard-library modules that cost several ms each at start-up (dataclasses pulls in inspect,
+# ast, dis and tokenize; typing about 4 ms): a warm one-record command needs none of them
+# (issue 12), and the interval calculator's exact corners need no NumPy.
+START_UP = ("dataclasses", "inspect", "ast", "typing", "difflib", "numpy")
+
+
+def _imported_of(argv: list[str], cache_dir: Path, names: tuple[str, ...]) -> set[str]:
+    code = (f"import sys; from engine.cli.main import main; code = main({argv!r}); "
+            f"print(' '.join(sorted(m for m in sys.modules if m in {names!r})), file=sys.stderr); sys.exit(code)")
+    env = dict(os.environ, AIINFRA_CACHE_DIR=str(cache_dir))
+    for _ in range(2):  # the first run fills the caches
+        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return set(proc.stderr.split()[-len(names):]) & set(names)
+
+
+@pytest.mark.parametrize("argv", [["roofline", "--device", "h100-sxm", "--model", "qwen3-8b", "--tokens", "2048"],
+                                  ["arch", "show", "ra-02"], ["hardware", "show", "h100-sxm"], ["model", "show", "qwen3-8b"],
+                                  ["path", "for", "上线一个推理服务"],
+                                  ["tree", "walk", "pd-disaggregation", "--model", "qwen3-8b", "--set", "latency_slo=offline", "--no-prompt"],
+                                  ["calc", "inference-capacity", "--model", "qwen3-8b", "--device", "h100-sxm", "--set", "kv_bytes=2",
+                                   "--set", "engine_overhead_bytes=4GiB", "--set", "batch_size=64", "--set", "avg_output_tokens=256",
+                                   "--set", "prompt_tokens=128"]])
+def test_warm_one_record_commands_skip_the_costly_standard_modules(tmp_path, argv):
+    assert _imported_of(argv, tmp_path / "cache", START_UP) == set()

@@ -218,3 +218,36 @@ def test_the_probe_sees_the_heavy_modules_on_a_cold_cache(tmp_path):
     out = probe(tmp_path / "cold", tmp_path / "tmp")
     assert out["value"] == 147456  # 2 * 36 * 8 * 128 * 2
     assert out["heavy"] == sorted(HEAVY)
+
+
+def test_files_key_sees_a_same_size_edit_in_the_same_process(tmp_path):
+    """The key is memoised per process by the files' stat; an edit that keeps the size changes it."""
+    root = copy_of_good(tmp_path)
+    first = compiled.files_key(root, ("formulas",), ())
+    assert compiled.files_key(root, ("formulas",), ()) == first
+    path = next((root / "formulas").rglob("*.yaml"))
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("a", "b", 1) if "a" in text else text + "#", encoding="utf-8")
+    assert compiled.files_key(root, ("formulas",), ()) != first
+
+
+def test_cached_conditions_answer_as_the_parsed_ones(cache):
+    """compile_conditions (one generated module, cached) gives condition_function's answers for every
+    failure boundary of the shipped calculators, at points on both sides of each threshold."""
+    import itertools
+
+    from engine.numeric import calc_conditions
+    from engine.numeric.calculators import Graph, load_records
+
+    root = Path(__file__).resolve().parents[2]
+    module = compiled.load(root)
+    graph = Graph(module)
+    texts = sorted({fb["when"] for rec in load_records(root).values() for fb in rec.get("failure_boundaries", [])})
+    assert len(texts) >= 10
+    calc_conditions._CONDITIONS.clear()
+    fast = calc_conditions.compile_conditions(texts, graph.units)
+    for text in texts:
+        used, fn = calc_conditions.condition_function(text, graph.units)
+        assert fast[text][0] == used
+        for values in itertools.islice(itertools.product((0.25, 0.5, 1.0, 3.0, 1e9), repeat=len(used)), 200):
+            assert bool(fast[text][1](*values)) == bool(fn(*values)), (text, values)
