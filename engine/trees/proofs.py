@@ -52,16 +52,26 @@ def _analyse(root: Path, knowledge) -> Report:
     graph = Graph(module)
     from engine.trees import regions as trees_symbolic
 
-    for tid, tree in sorted(trees.items()):
+    def one(item):
+        tid, tree = item
         found = structure_problems(tree, graph, knowledge, calc_records)
-        report.problems += found
         if any(any(f in p.message for f in _FATAL) or ".when" in p.path or ".input" in p.path for p in found):
-            continue  # the proofs need parsed conditions and resolved targets
+            return found, None  # the proofs need parsed conditions and resolved targets
         result = trees_symbolic.prove(Runner(tree, module, calc_records))
-        report.problems += result.problems
-        report.notes += result.notes
-        report.proofs[tid] = result.proofs
-        report.regions[tid] = result.regions
+        return found, (result.problems, result.notes, result.proofs, result.regions)
+
+    from engine.core.forked import forked_map
+
+    items = sorted(trees.items())
+    for (tid, _), (found, proved) in zip(items, forked_map(one, items), strict=True):  # each tree alone: over forked workers
+        report.problems += found
+        if proved is None:
+            continue
+        problems, notes, proofs, regions = proved
+        report.problems += problems
+        report.notes += notes
+        report.proofs[tid] = proofs
+        report.regions[tid] = regions
     report.problems = sorted(set(report.problems))
     report.notes = sorted(set(report.notes))
     return report

@@ -251,3 +251,16 @@ def test_cached_conditions_answer_as_the_parsed_ones(cache):
         assert fast[text][0] == used
         for values in itertools.islice(itertools.product((0.25, 0.5, 1.0, 3.0, 1e9), repeat=len(used)), 200):
             assert bool(fast[text][1](*values)) == bool(fn(*values)), (text, values)
+
+
+def test_generated_source_is_the_same_serial_and_forked(monkeypatch):
+    """Code generation over forked workers (AIINFRA_JOBS) gives the serial run's module, byte for byte."""
+    from engine.kb.knowledge import Knowledge
+
+    k = Knowledge.load(Path(__file__).resolve().parents[2], strict=False)
+    some = [f for f in k.formulas if f.id in {"F2", "F4", "F8", "FX50", "FX60", "FX114", "FX133", "FX134", "FX151", "FX606", "FX702", "FX750"}]
+    assert len(some) == 12
+    monkeypatch.setenv("AIINFRA_JOBS", "1")
+    serial = compiled.generate(some)
+    monkeypatch.setenv("AIINFRA_JOBS", "2")
+    assert compiled.generate(some) == serial

@@ -1,0 +1,51 @@
+"""engine.core.forked: the forked map answers what the serial one does, in order, and falls back
+to running here when it should (AIINFRA_JOBS=1, other threads running, too few items)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from engine.core import forked
+
+
+def _pid_and_square(x: int) -> tuple[int, int]:
+    return os.getpid(), x * x
+
+
+def test_results_come_back_in_order_from_other_processes(monkeypatch):
+    monkeypatch.setenv("AIINFRA_JOBS", "2")
+    out = forked.forked_map(_pid_and_square, range(10))
+    assert [sq for _, sq in out] == [x * x for x in range(10)]
+    assert os.getpid() not in {pid for pid, _ in out}  # computed by the workers
+
+
+def test_one_job_few_items_or_other_threads_run_here(monkeypatch):
+    monkeypatch.setenv("AIINFRA_JOBS", "1")
+    assert {pid for pid, _ in forked.forked_map(_pid_and_square, range(10))} == {os.getpid()}
+    monkeypatch.setenv("AIINFRA_JOBS", "2")
+    assert {pid for pid, _ in forked.forked_map(_pid_and_square, range(3))} == {os.getpid()}
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert {pid for pid, _ in forked.forked_map(_pid_and_square, range(10))} == {os.getpid()}
+    finally:
+        stop.set()
+        other.join()
+
+
+def test_the_trees_proofs_are_the_same_serial_and_forked(monkeypatch):
+    """Every tree's problems, notes, proofs and regions: one process vs two workers."""
+    from engine.kb.knowledge import Knowledge
+    from engine.trees import proofs
+
+    root = Path(__file__).resolve().parents[2]
+    k = Knowledge.load(root, strict=False)
+    monkeypatch.setenv("AIINFRA_JOBS", "1")
+    serial = proofs._analyse(root, k)
+    monkeypatch.setenv("AIINFRA_JOBS", "2")
+    both = proofs._analyse(root, k)
+    assert len(serial.proofs) == 23
+    assert (both.problems, both.notes, both.proofs, both.regions) == (serial.problems, serial.notes, serial.proofs, serial.regions)
