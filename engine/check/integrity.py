@@ -39,6 +39,7 @@ def check(k: Knowledge) -> list[Problem]:
     problems += _archs(k)
     problems += _trees(k)
     problems += _systems(k)
+    problems += _failure_taxonomies(k)
     return sorted(set(problems))
 
 
@@ -191,6 +192,16 @@ def _systems(k: Knowledge) -> list[Problem]:
     from engine.domain import systems
 
     return systems.problems(k)
+
+
+def _failure_taxonomies(k: Knowledge) -> list[Problem]:
+    """Failure taxonomy records: the categories' counts add up to the totals (a printed share off its
+    count / total is a note of ``aiinfra failures show``, not a problem)."""
+    if not getattr(k, "failure_taxonomies", None):
+        return []
+    from engine.domain import failures
+
+    return failures.problems(k)
 
 
 def _dangling(k: Knowledge, graph) -> list[Problem]:

@@ -29,7 +29,7 @@ def run(args) -> int:
         rows = [dict(place=p.place, id=p.id, field=p.path, message=p.message) for p in problems]
         emit(table(rows, [("place", "place"), ("id", "id"), ("field", "field"), ("message", "message")], "csv"))
     else:
-        summary = ", ".join(f"{v} {k}" for k, v in counts.items())
+        summary = ", ".join(f"{v} {_singular(k) if v == 1 else k}" for k, v in counts.items())
         for p in problems:
             emit(f"- {p}" if args.format == "md" else str(p))
         n = len(problems)
@@ -63,6 +63,16 @@ def _fresh(root) -> tuple[dict, list]:
         "architectures": len(knowledge.reference_architectures),
         "systems": len(knowledge.systems),
         "grid presets": len(knowledge.carbon_intensity),
+        "failure taxonomies": len(getattr(knowledge, "failure_taxonomies", {}) or {}),
         "trees": len(tree_files(knowledge.root)),
     }
     return counts, problems
+
+
+def _singular(noun: str) -> str:
+    """'failure taxonomies' -> 'failure taxonomy', 'trees' -> 'tree' (for a count of one)."""
+    if noun.endswith("ies"):
+        return noun[:-3] + "y"
+    if noun.endswith("ches") or noun.endswith("ses"):
+        return noun[:-2]
+    return noun[:-1] if noun.endswith("s") else noun

@@ -35,7 +35,7 @@ KNOWLEDGE_KINDS = ("books", "chapters", "concepts", "paths", "actions")
 SINGLE_RECORD_FOLDERS = {"models": ("model", "models"), "hardware": ("hardware", "hardware"), "operators": ("operators", "operators"),
                          "calculators": ("calculator", "calculators"),
                          "reference_architectures": ("reference_architecture", "reference_architectures"),
-                         "systems": ("system", "systems")}
+                         "systems": ("system", "systems"), "failure_taxonomies": ("failure_taxonomy", "failure_taxonomies")}
 # files of knowledge/ that each hold a LIST of records of one kind: file -> (schema, Knowledge attribute)
 RECORD_LIST_FILES = {"carbon_intensity.yaml": ("carbon_intensity", "carbon_intensity")}
 _SCHEMA = {"books": "book", "chapters": "chapter", "concepts": "concept", "paths": "path", "actions": "action"}
@@ -64,6 +64,7 @@ class Knowledge:
     calculators: dict[str, dict] = field(default_factory=dict)  # calc:<name> -> record (engine.numeric.calculators)
     reference_architectures: dict[str, dict] = field(default_factory=dict)  # ra:<id> -> record (engine.domain.archs)
     systems: dict[str, dict] = field(default_factory=dict)  # sys:<id> -> record (engine.domain.systems)
+    failure_taxonomies: dict[str, dict] = field(default_factory=dict)  # ft:<id> -> record (engine.domain.failures)
     carbon_intensity: dict[str, dict] = field(default_factory=dict)  # grid:<id> -> record (knowledge/carbon_intensity.yaml)
     problems: list[Problem] = field(default_factory=list)
     places: dict[str, str] = field(default_factory=dict)  # id -> file:line

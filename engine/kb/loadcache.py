@@ -26,7 +26,8 @@ _OWN = ("engine/kb/yamlio.py", "engine/kb/schema.py", "engine/kb/loadcache.py", 
 _SCALARS = (str, int, float, bool, type(None))
 # folders of knowledge/ whose files each hold one record -> the Knowledge attribute (see engine.kb.knowledge)
 SINGLE_RECORD_ATTRIBUTES = {"models": "models", "hardware": "hardware", "operators": "operators", "calculators": "calculators",
-                            "reference_architectures": "reference_architectures", "systems": "systems"}
+                            "reference_architectures": "reference_architectures", "systems": "systems",
+                            "failure_taxonomies": "failure_taxonomies"}
 MAX_KEPT = 16  # cache files of this kind kept (one per root recently loaded)
 
 

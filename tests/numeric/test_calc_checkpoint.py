@@ -65,8 +65,21 @@ def test_book_v2_test_vector_70b(calc, module):
     # × 86400 = 2292.28092 s per segment; waste = 1 − 2240 / 2292.28092 = 0.0228073808
     assert out(r, "checkpoint_waste_fraction") == pytest.approx(0.0228073808, rel=1e-7)
     assert out(r, "checkpoint_goodput") == pytest.approx(1 - 0.0228073808, rel=1e-9)
-    assert r.formulas == ["FX53", "FX54", "FX55", "FX56", "F22", "FX114", "FX57", "FX115", "FX58", "FX116"]
+    # availability, first order, R = 0 (restart_time's default): 1 − 22.4/2240 − (2240/2)/86400 = 1 − 0.01 − 0.0129630 = 0.9770370;
+    # at Young's interval 1 − √(2 × 22.4 / 86400) = 1 − 0.0227710 = 0.9772290
+    assert out(r, "checkpoint_availability") == pytest.approx(1 - 0.01 - 1120 / 86400, rel=1e-12)
+    assert out(r, "checkpoint_availability_optimum") == pytest.approx(0.9772290, rel=1e-6)
+    assert r.formulas == ["FX53", "FX54", "FX55", "FX56", "F22", "FX114", "FX57", "FX115", "FX58", "FX116", "FX506", "FX507"]
     assert not r.warnings
+
+
+def test_recovery_time_lowers_availability_but_not_its_optimum_interval(calc, module):
+    # R = 10 min = 600 s on the book's 70B vector: 1 − 0.01 − (1120 + 600)/86400 = 0.9700926; the optimum
+    # 1 − 0.0227710 − 600/86400 = 0.9702846; Young's interval stays √3870720 = 1967.41 s
+    r = ckpt(calc, module, **BOOK_70B, restart_time="10min")
+    assert out(r, "checkpoint_availability") == pytest.approx(1 - 0.01 - 1720 / 86400, rel=1e-12)
+    assert out(r, "checkpoint_availability_optimum") == pytest.approx(0.9702846, rel=1e-6)
+    assert out(r, "checkpoint_interval_young") == pytest.approx(1967.4145470, rel=1e-9)
 
 
 def test_book_units_gb_not_gib(calc, module):
