@@ -32,6 +32,7 @@ def forward(args) -> int:
         catalog.model(args.model), catalog.templates, args.tokens, args.batch, args.history, args.output_head,
         routing_of(args.routing), args.weight_bytes, args.kv_bytes, args.tp, compiled.load(root),
         attention=getattr(args, "attention", "flash"), reports=reports_of(args), quantised=quantised_of(args),
+        mla_path=getattr(args, "mla_path", "auto"),
     )
     emit(render(result, args.format))
     return 0
@@ -44,6 +45,7 @@ def generate(args) -> int:
         catalog.model(args.model), catalog.templates, args.history, args.steps, args.batch,
         routing_of(args.routing), args.weight_bytes, args.kv_bytes, args.tp, compiled.load(root),
         attention=getattr(args, "attention", "flash"), reports=reports_of(args), quantised=quantised_of(args),
+        mla_path=getattr(args, "mla_path", "auto"),
     )
     emit(render(result, args.format))
     return 0
@@ -69,6 +71,9 @@ def add_report_options(p, verb: str) -> None:
     """The issue-13 options of ``forward`` and ``generate`` (called by engine.cli.main's parser)."""
     p.add_argument("--attention", choices=ledger.ATTENTIONS, default="flash",
                    help="flash (fused, default: scores never reach memory) or eager (score and probability tensors materialised)")
+    p.add_argument("--mla-path", dest="mla_path", choices=ledger.MLA_PATHS, default="auto",
+                   help="MLA models: absorbed (W_UK/W_UV folded, attention over the latent), expanded (latent decompressed "
+                        "per head) or auto (default: expanded for several new tokens, absorbed for one, as vLLM and SGLang run it)")
     if verb == "forward":
         p.add_argument("--training", action="store_true",
                        help="training FLOPs of this batch from the ledger (forward + 2x backward, causal cells) beside 6ND (F1)")
@@ -88,7 +93,7 @@ _OPTIONS = {
     "--model": ("model", str), "--tokens": ("tokens", int), "--history": ("history", int), "--steps": ("steps", int),
     "--batch": ("batch", int), "--output-head": ("output_head", str), "--routing": ("routing", str),
     "--weight-bytes": ("weight_bytes", str), "--kv-bytes": ("kv_bytes", str), "--tp": ("tp", int),
-    "--format": ("format", str), "--root": ("root", str), "--attention": ("attention", str),
+    "--format": ("format", str), "--root": ("root", str), "--attention": ("attention", str), "--mla-path": ("mla_path", str),
     "--quantized": ("quantized", str), "--quant-scope": ("quant_scope", str), "--quant-group-size": ("quant_group_size", int),
 }
 _REQUIRED = {"forward": ("model", "tokens"), "generate": ("model", "history", "steps")}
@@ -103,7 +108,7 @@ def fast_args(argv: list[str]):
     if not argv or argv[0] not in _REQUIRED:
         return None
     args = SimpleNamespace(verb=argv[0], batch=1, history=0, output_head="last", routing="balanced", weight_bytes="2",
-                           kv_bytes="2", tp=1, format="text", root=None, model=None, tokens=None, steps=None, attention="flash",
+                           kv_bytes="2", tp=1, format="text", root=None, model=None, tokens=None, steps=None, attention="flash", mla_path="auto",
                            quantized=None, quant_scope="linear", quant_group_size=128,
                            **{name: False for name in SWITCHES.values()})
     allowed = set(_OPTIONS) - ({"--steps"} if argv[0] == "forward" else {"--tokens", "--output-head"})
@@ -123,7 +128,7 @@ def fast_args(argv: list[str]):
         except ValueError:
             return None
     if any(getattr(args, k) is None for k in _REQUIRED[argv[0]]) or args.format not in ("text", "json", "md", "csv") \
-            or args.output_head not in ledger.OUTPUT_HEADS or args.attention not in ledger.ATTENTIONS:
+            or args.output_head not in ledger.OUTPUT_HEADS or args.attention not in ledger.ATTENTIONS or args.mla_path not in ledger.MLA_PATHS:
         return None
     return args
 

@@ -38,6 +38,17 @@ from engine.domain.ledger_templates import (  # noqa: F401  (public through this
 )
 
 ATTENTIONS = ("flash", "eager")  # --attention: fused (nothing materialised) or eager (scores and probabilities through memory)
+# --mla-path of an MLA model: auto (what engines run: expanded for a pass of several new tokens, absorbed
+# for one), absorbed, or expanded (knowledge/operators/mla_moe.yaml, scenario symbol mla_expanded)
+MLA_PATHS = ("auto", "absorbed", "expanded")
+MLA_PATH_ASSUMPTIONS = {
+    "absorbed": ("MLA path absorbed (what engines run for decode): W_UK is folded into each head's query and W_UV applied "
+                 "after attention, so scores are taken over the cached latent plus the RoPE key and probabilities over the latent "
+                 "(DeepSeek-V2 section 2.1.2)."),
+    "expanded": ("MLA path expanded (what engines run for prefill, vLLM and SGLang): kv_b_proj decompresses the latent of every "
+                 "attended token, cached and new, into per-head K_nope and V, and multi-head attention runs with "
+                 "qk_nope + qk_rope per head for scores and v_head_dim for values."),
+}
 # the optional reports (--training, --active-params, --residency, --routing-counts), each one key of Ledger.extra
 REPORTS = ("training", "active_parameters", "residency", "routing_counts")
 
@@ -97,7 +108,7 @@ class Ledger:
 class _Pass:
     """What one model and scenario fix before any history is chosen (shared by forward and generate)."""
 
-    def __init__(self, record, templates, batch, routing, weight_bytes, kv_bytes, tp, formulas, attention="flash"):
+    def __init__(self, record, templates, batch, routing, weight_bytes, kv_bytes, tp, formulas, attention="flash", mla_path="auto"):
         from engine.core.paths import shipped_root
         from engine.numeric import compiled
 
@@ -109,6 +120,7 @@ class _Pass:
         if attention not in ATTENTIONS:
             raise InputError("--attention", f"expected one of {', '.join(ATTENTIONS)}, got {attention!r}")
         self.eager = int(attention == "eager")
+        self.mla_path = _mla_path(record, mla_path)
         self.p_w, self.p_kv = _size(weight_bytes, "--weight-bytes"), _size(kv_bytes, "--kv-bytes")
         self.tid, self.meta = self.templates.for_family(record["derived"]["family"])
         values, self.notes = bind(record, self.tid, self.meta)
@@ -134,8 +146,29 @@ class _Pass:
         """The template's per-occurrence values, the experts used per MoE layer, and the routing's name."""
         used, label = _experts_used(self.routing, self.values, self.batch * tokens)
         values = dict(self.values, B=self.batch, S=tokens, H=history, head_rows=head_rows, p_w=self.p_w, p_kv=self.p_kv, experts_used=used,
-                      eager=self.eager)
+                      eager=self.eager, mla_expanded=self.expanded(tokens))
         return self.templates.run(self.meta, values), used, label
+
+    def expanded(self, tokens: int) -> int:
+        """1 when this pass runs MLA attention expanded (knowledge/operators/mla_moe.yaml), else 0."""
+        return int(self.path(tokens) == "expanded")
+
+    def path(self, tokens: int) -> str | None:
+        """The MLA path of a pass of ``tokens`` new tokens per sequence (None for other attention)."""
+        if self.mla_path == "auto":
+            return "expanded" if tokens > 1 else "absorbed"
+        return self.mla_path
+
+
+def _mla_path(record: dict, path: str) -> str | None:
+    if path not in MLA_PATHS:
+        raise InputError("--mla-path", f"expected one of {', '.join(MLA_PATHS)}, got {path!r}")
+    if record["derived"].get("attention") == "mla":
+        return path
+    if path != "auto":
+        raise InputError("--mla-path", f"applies to MLA models only; {record.get('id', 'this model')} uses "
+                                       f"{record['derived'].get('attention')} attention")
+    return None
 
 
 class _Kv:
@@ -175,16 +208,17 @@ class _Kv:
 
 def forward_record(record: dict, operators, tokens: int, batch: int = 1, history: int = 0, output_head: str = "last",
                    routing="balanced", weight_bytes=2.0, kv_bytes=2.0, tp: int = 1, formulas=None, attention: str = "flash",
-                   reports=(), quantised: dict | None = None) -> Ledger:
+                   reports=(), quantised: dict | None = None, mla_path: str = "auto") -> Ledger:
     """The ledger of one forward pass of ``record`` (a model record dict).
 
     ``operators``: Templates, or ``{id: template}`` as in ``Knowledge.operators``; ``routing``:
     balanced, concentrated, or a histogram (a list of E token counts, or one list per MoE
     layer); ``formulas``: a compiled formula module (default: the shipped formulas); ``attention``:
     flash (fused) or eager (score tensors materialised); ``reports``: names from REPORTS, each
-    added to ``Ledger.extra`` (engine.domain.ledger_reports).
+    added to ``Ledger.extra`` (engine.domain.ledger_reports); ``mla_path``: one of MLA_PATHS
+    (auto: expanded when tokens > 1, absorbed for one token, as engines run MLA).
     """
-    ctx = _Pass(record, operators, batch, routing, weight_bytes, kv_bytes, tp, formulas, attention)
+    ctx = _Pass(record, operators, batch, routing, weight_bytes, kv_bytes, tp, formulas, attention, mla_path)
     wanted = _reports_wanted(reports, REPORTS)
     tokens = _count(tokens, "--tokens", 1)
     history = _count(history, "--history", 0)
@@ -195,24 +229,25 @@ def forward_record(record: dict, operators, tokens: int, batch: int = 1, history
     rows = [_row(op, r[0], [r[0] * v for v in r[1:11]], [r[0] * v for v in r[11]], r[12])
             for op, r in zip(ctx.meta["operators"], raw, strict=True) if r[0]]
     kv = (ctx.batch * ctx.kv.per_request(history), ctx.batch * ctx.kv.per_request(history + tokens), ctx.batch * tokens * ctx.kv.per_gpu)
-    scenario = _scenario(ctx, tokens=tokens, history=history, output_head=output_head, head_rows=head_rows, routing=label)
-    result = _ledger(ctx, rows, scenario, used, kv, history + tokens)
+    scenario = _scenario(ctx, tokens, tokens=tokens, history=history, output_head=output_head, head_rows=head_rows, routing=label)
+    result = _ledger(ctx, rows, scenario, used, kv, history + tokens, tokens)
     _add_reports(ctx, result, wanted, tokens, history, ctx.batch * tokens, quantised)
     return result
 
 
 def generate_record(record: dict, operators, history: int, steps: int, batch: int = 1, routing="balanced",
                     weight_bytes=2.0, kv_bytes=2.0, tp: int = 1, formulas=None, attention: str = "flash", reports=(),
-                    quantised: dict | None = None) -> Ledger:
+                    quantised: dict | None = None, mla_path: str = "auto") -> Ledger:
     """Totals over ``steps`` decode calls after a ``history``-token prompt (the prefill excluded).
 
     Call j (0-based) adds one token per sequence over history + j cached tokens and computes
     the output head for it. Every ledger number is piecewise affine in the history, so the
     sum is taken in closed form over stretches checked to be affine, term by term elsewhere.
     Shapes are those of the first call. ``reports``: as for forward_record, less training (a
-    training step has no decode calls); routing counts are those of one call.
+    training step has no decode calls); routing counts are those of one call. ``mla_path``: as for
+    forward_record (auto is absorbed here: one new token per call).
     """
-    ctx = _Pass(record, operators, batch, routing, weight_bytes, kv_bytes, tp, formulas, attention)
+    ctx = _Pass(record, operators, batch, routing, weight_bytes, kv_bytes, tp, formulas, attention, mla_path)
     wanted = _reports_wanted(reports, REPORTS[1:])
     history = _count(history, "--history", 0)
     steps = _count(steps, "--steps", 1)
@@ -229,8 +264,8 @@ def generate_record(record: dict, operators, history: int, steps: int, batch: in
             rows.append(_row(op, r[0], [r[0] * r[1], *total[i + 1:i + 10]], total[i + 10:i + n], r[12]))
         i += n
     kv = (ctx.batch * ctx.kv.per_request(history), ctx.batch * ctx.kv.per_request(history + steps), ctx.batch * steps * ctx.kv.per_gpu)
-    scenario = _scenario(ctx, history=history, steps=steps, tokens_per_step=1, output_head="last", head_rows=ctx.batch, routing=label)
-    ledger = _ledger(ctx, rows, scenario, used, kv, history + steps)
+    scenario = _scenario(ctx, 1, history=history, steps=steps, tokens_per_step=1, output_head="last", head_rows=ctx.batch, routing=label)
+    ledger = _ledger(ctx, rows, scenario, used, kv, history + steps, 1)
     ledger.extra.update({
         "steps": steps,
         "history_records_read_per_sequence_per_layer": steps * history + steps * (steps - 1) // 2,
@@ -287,7 +322,7 @@ def _row(op: dict, repeats, costs: list, specials: list, shape_values: tuple) ->
     return Row(op["name"], op["kind"], shape, _number(repeats), *costs[:5], special, *costs[5:], tuple(op["formulas"]), op["note"])
 
 
-def _ledger(ctx: _Pass, rows: list[Row], scenario: dict, used, kv: tuple, context: int) -> Ledger:
+def _ledger(ctx: _Pass, rows: list[Row], scenario: dict, used, kv: tuple, context: int, tokens: int) -> Ledger:
     totals = {k: _number(sum(getattr(r, k) for r in rows)) for k in TOTAL_KEYS[:5]}
     routed = {op["name"] for op in ctx.meta["operators"] if op["routed_experts"]}
     totals.update(
@@ -301,8 +336,9 @@ def _ledger(ctx: _Pass, rows: list[Row], scenario: dict, used, kv: tuple, contex
         for name, v in r.special_functions.items():
             special[name] = _number(special.get(name, 0) + v)
     formulas = sorted({f for r in rows for f in r.formulas} | {"F6", *ctx.kv.used}, key=_formula_order)
+    path = [MLA_PATH_ASSUMPTIONS[ctx.path(tokens)]] if ctx.mla_path else []
     return Ledger(ctx.record.get("id", "?"), ctx.tid, scenario, rows, totals, special, formulas,
-                  ctx.meta["assumptions"] + ctx.notes, _warnings(ctx, totals, context))
+                  ctx.meta["assumptions"] + path + ctx.notes, _warnings(ctx, totals, context))
 
 
 def _warnings(ctx: _Pass, totals: dict, context: int) -> list[str]:
@@ -319,11 +355,13 @@ def _warnings(ctx: _Pass, totals: dict, context: int) -> list[str]:
     return out
 
 
-def _scenario(ctx: _Pass, **items) -> dict:
+def _scenario(ctx: _Pass, new_tokens: int, **items) -> dict:
     out = {"batch": ctx.batch, **items, "weight_bytes": ctx.p_w, "kv_bytes": ctx.p_kv, "activation_bytes": ctx.values.get("p_act"),
            "tp": ctx.tp, "kv_totals": f"KV totals are per GPU at tensor parallelism {ctx.tp}; rows are the whole model"}
     if ctx.eager:  # only when asked, so the default scenario keeps its keys
         out["attention"] = "eager"
+    if ctx.mla_path:  # MLA models only: the path decides the attention rows
+        out["mla_path"] = ctx.path(new_tokens)
     return out
 
 

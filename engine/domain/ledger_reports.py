@@ -20,7 +20,8 @@ EAGER_ASSUMPTION = ("Attention is eager (unfused): each layer writes its score t
 def _template(ctx, B: int, S: int, H: int, head_rows: int) -> list:
     """Rows (repeats, costs...) of a pass that needs no routing check: parameters and FLOPs
     do not depend on which experts receive the tokens."""
-    values = dict(ctx.values, B=B, S=S, H=H, head_rows=head_rows, p_w=ctx.p_w, p_kv=ctx.p_kv, experts_used=0, eager=ctx.eager)
+    values = dict(ctx.values, B=B, S=S, H=H, head_rows=head_rows, p_w=ctx.p_w, p_kv=ctx.p_kv, experts_used=0, eager=ctx.eager,
+                  mla_expanded=ctx.expanded(S))
     return list(zip(ctx.meta["operators"], ctx.templates.run(ctx.meta, values), strict=True))
 
 
@@ -93,7 +94,7 @@ def training(ctx, result, tokens, history, routed_tokens) -> dict:
     if ctx.record["derived"].get("attention") == "mla":
         out["six_nd_with_attention"] = None
         notes.append("six_nd_with_attention is left out for MLA: F1's attention term assumes one head width for QK and PV "
-                     "(here q_dim + latent for scores and the latent for values in the absorbed form).")
+                     "(here qk_nope + qk_rope for scores and v_head_dim for values in the expanded form; the latent widths in the absorbed form).")
     else:
         out["six_nd_with_attention"] = ctx.formula("F1", {"attention_flops": "include", "params_active": active, "train_tokens": D,
                                                           "layers": ctx.values["layers"], "seq_len": S, "heads": ctx.values["heads"],

@@ -16,7 +16,7 @@ import zlib
 from engine.core.errors import ExprError, InputError, KnowledgeError, Problem
 
 # names the engine binds for every template (documented in engine/kb/schemas/operators.json)
-SCENARIO_SYMBOLS = ("B", "S", "H", "head_rows", "p_w", "p_kv", "experts_used", "eager")
+SCENARIO_SYMBOLS = ("B", "S", "H", "head_rows", "p_w", "p_kv", "experts_used", "eager", "mla_expanded")
 COST_FIELDS = (
     "parameters", "matrix_flops", "attention_matrix_flops", "rectangular_attention_matrix_flops",
     "scalar_flops", "weight_bytes", "activation_read_bytes", "activation_write_bytes",

@@ -112,6 +112,7 @@ def test_bad_counts_file(capsys, tmp_path):
     ["forward", "--model=qwen3-8b", "--tokens=16", "--history", "5", "--batch", "2", "--output-head", "all", "--format", "csv"],
     ["forward", "--model", "qwen3-30b-a3b", "--tokens", "1", "--routing", "concentrated", "--weight-bytes", "4bit", "--kv-bytes", "1", "--tp", "2"],
     ["generate", "--model", "qwen3-8b", "--history", "100", "--steps", "10", "--root", str(ROOT)],
+    ["forward", "--model", "deepseek-v3", "--tokens", "8", "--mla-path", "absorbed"],
 ])
 def test_fast_args_read_what_the_parser_reads(argv):
     fast = vars(cmd_forward.fast_args(argv))

@@ -222,11 +222,15 @@ ADDITIVE = ("matrix_flops", "attention_matrix_flops", "scalar_flops", "activatio
 
 @pytest.mark.parametrize("record", [QWEN3_8B, QWEN3_30B, DEEPSEEK_V3], ids=lambda r: r["id"])
 def test_prefill_splits_into_prefix_and_prefix_hit(run, record):
-    """Prefill of P + S = prefill of P + a prefix-hit run of S over history P, row by row."""
+    """Prefill of P + S = prefill of P + a prefix-hit run of S over history P, row by row.
+
+    For MLA this holds on the absorbed path, where attention works on the latent itself; the
+    expanded path decompresses the cached prefix again in the second run (tested below)."""
     p, s, b = 7, 5, 2
-    whole = rows(run(record, p + s, batch=b, output_head="none", routing="concentrated"))
-    first = rows(run(record, p, batch=b, output_head="none", routing="concentrated"))
-    hit = rows(run(record, s, batch=b, history=p, output_head="none", routing="concentrated"))
+    mla = {"mla_path": "absorbed"} if record is DEEPSEEK_V3 else {}
+    whole = rows(run(record, p + s, batch=b, output_head="none", routing="concentrated", **mla))
+    first = rows(run(record, p, batch=b, output_head="none", routing="concentrated", **mla))
+    hit = rows(run(record, s, batch=b, history=p, output_head="none", routing="concentrated", **mla))
     assert set(whole) == set(first) == set(hit)
     for name, row in whole.items():
         if name == "rope_table":  # one table per pass: the positions are the same either way
@@ -364,7 +368,7 @@ def test_routing_histograms(run):
 
 
 def test_deepseek_v3_absorbed_attention(run):
-    r = rows(run(DEEPSEEK_V3, 3, history=5))
+    r = rows(run(DEEPSEEK_V3, 3, history=5, mla_path="absorbed"))
     cells = 3 * 5 + 3 * 4 // 2  # S H + S (S + 1) / 2 = 21
     assert r["attention_scores"].attention_matrix_flops == 61 * 2 * 128 * 576 * cells  # scores over latent + RoPE key
     assert r["attention_pv"].attention_matrix_flops == 61 * 2 * 128 * 512 * cells  # probabilities x latent
@@ -374,6 +378,40 @@ def test_deepseek_v3_absorbed_attention(run):
     assert r["v_absorb"].matrix_flops == 61 * 2 * 3 * 128 * 512 * 128
     assert r["dense_up_proj"].repeats == 3 and r["expert_up_proj"].repeats == 58
     assert r["shared_up_proj"].matrix_flops == 58 * 2 * 3 * 7168 * 2048
+
+
+def test_deepseek_v3_expanded_attention(run):
+    """The expanded path (vLLM's MLA prefill; DeepSeek-V3 config: 128 heads, kv_lora_rank 512,
+    qk_nope 128, qk_rope 64, v_head_dim 128, 61 layers): kv_b_proj decompresses the latent of all
+    H + S = 8 attended tokens, scores run at 128 + 64 = 192 per head and values at 128."""
+    expanded = run(DEEPSEEK_V3, 3, history=5)  # auto: 3 new tokens -> expanded, as engines prefill
+    assert expanded.scenario["mla_path"] == "expanded"
+    r = rows(expanded)
+    assert "q_absorb" not in r and "attention_scores" not in r and "v_absorb" not in r
+    cells = 3 * 5 + 3 * 4 // 2  # 21
+    assert r["kv_b_expand"].matrix_flops == 61 * 2 * 8 * 512 * 128 * (128 + 128)
+    assert r["kv_b_expand"].parameters == 61 * 512 * 128 * 256  # W_UK and W_UV: the absorbed rows' 2 x 61 x 128 x 128 x 512
+    assert r["attention_scores_expanded"].attention_matrix_flops == 61 * 2 * 128 * 192 * cells
+    assert r["attention_pv_expanded"].attention_matrix_flops == 61 * 2 * 128 * 128 * cells
+    # the cached latent is still read once: 512 elements by kv_b_expand, the 64-wide RoPE key by the scores
+    assert r["kv_b_expand"].kv_read_bytes + r["attention_scores_expanded"].kv_read_bytes == 61 * 5 * 576 * 2
+    absorbed = run(DEEPSEEK_V3, 3, history=5, mla_path="absorbed")
+    assert expanded.totals["parameters"] == absorbed.totals["parameters"] == 671_026_419_200
+    assert any(a.startswith("MLA path expanded") for a in expanded.assumptions)
+    # a prefix-hit chunk of 3 over 5 cached tokens decompresses all 8 attended tokens, a cold chunk only its 3
+    chunk = rows(run(DEEPSEEK_V3, 3, history=5))["kv_b_expand"].matrix_flops
+    cold = rows(run(DEEPSEEK_V3, 3))["kv_b_expand"].matrix_flops
+    assert (chunk, cold) == (61 * 2 * 8 * 512 * 128 * 256, 61 * 2 * 3 * 512 * 128 * 256)
+    one = run(DEEPSEEK_V3, 1, history=5)  # auto: one new token -> absorbed, as engines decode
+    assert one.scenario["mla_path"] == "absorbed" and "q_absorb" in rows(one)
+
+
+def test_mla_path_is_refused_for_other_attention(run):
+    with pytest.raises(InputError, match="--mla-path: applies to MLA models only"):
+        run(QWEN3_8B, 4, mla_path="expanded")
+    with pytest.raises(InputError, match="--mla-path: expected one of auto, absorbed, expanded"):
+        run(DEEPSEEK_V3, 4, mla_path="naive")
+    assert "mla_path" not in run(QWEN3_8B, 4).scenario
 
 
 # ------------------------------------------------------------------ output head and input checks
