@@ -73,6 +73,11 @@ DATASHEET = [
     ("tpu-v6e", "bf16", "dense", "fp32", 918e12, "Cloud TPU v6e: 918 TFLOPs"),
     ("gaudi3", "bf16", "dense", "fp32", 1835e12, "Intel Hot Chips 2024: BF16 Matrix TFLOPs 1835"),
     ("trainium2", "bf16", "dense", "unstated", 667e12, "AWS Neuron docs: 667 BF16/FP16/TF32 TFLOPS"),
+    ("a100-sxm-40gb", "bf16", "dense", "fp32", 312e12, "A100 datasheet: BFLOAT16 Tensor Core 312 TFLOPS | 624* (40GB and 80GB SXM alike)"),
+    ("tpu7x", "bf16", "dense", "unstated", 2307e12, "Cloud TPU7x (Ironwood) table: Peak compute per chip (BF16) (TFLOPs) 2307"),
+    ("tpu7x", "fp8", "dense", "unstated", 4614e12, "Cloud TPU7x (Ironwood) table: Peak compute per chip (FP8) (TFLOPs) 4614"),
+    ("trainium3", "bf16", "dense", "unstated", 671e12, "AWS Neuron docs, Trainium3: 671 BF16/FP16/TF32 TFLOPS"),
+    ("trainium3", "fp4", "dense", "unstated", 2517e12, "AWS Neuron docs, Trainium3: 2,517 MXFP8/MXFP4 TFLOPS"),
 ]
 
 
@@ -125,6 +130,9 @@ def test_memory_capacity_keeps_the_vendor_unit(dev):
     assert dev["hw:tpu-v5p"].memory_bytes == 95 * 2**30          # "HBM capacity per chip (GiB) 95"
     assert dev["hw:trainium2"].memory_bytes == 96 * 2**30        # "96 GiB of device memory"
     assert dev["hw:tpu-v6e"].memory_bytes == 32e9                # "32 GB"
+    assert dev["hw:tpu7x"].memory_bytes == 192 * 2**30           # "HBM capacity per chip (GiB) 192"
+    assert dev["hw:trainium3"].memory_bytes == 144 * 2**30       # "144 GiB of device memory"
+    assert dev["hw:a100-sxm-40gb"].memory_bytes == 40e9          # "40GB HBM2"
     # GB and GiB are not the same number: 80GB is 74.5 GiB (80e9 / 2^30 = 74.506)
     assert dev["hw:h100-sxm"].memory_bytes / 2**30 == pytest.approx(74.50580596923828)
 
@@ -134,6 +142,9 @@ def test_bandwidths_in_bytes_per_second(dev):
     assert dev["hw:a100-sxm-80gb"].bandwidth == 2.039e12  # 2,039GB/s
     assert dev["hw:tpu-v4"].bandwidth == 1.2e12      # 1200 GBps
     assert dev["hw:tpu-v6e"].bandwidth == 1.638e12   # 1638 GBps
+    assert dev["hw:tpu7x"].bandwidth == 7.38e12      # 7380 GBps
+    assert dev["hw:trainium3"].bandwidth == 4.9e12   # 4.9 TB/sec (the NKI guide's 4.7 is noted, not used)
+    assert dev["hw:a100-sxm-40gb"].bandwidth == 1.555e12  # 1,555GB/s
 
 
 def test_multi_die_parts_are_counted_as_frameworks_see_them(dev):
@@ -254,7 +265,7 @@ def test_find_accepts_bare_and_prefixed_ids_and_names_the_known_ones(k):
     with pytest.raises(InputError) as info:
         hardware.find(k, "h800", "--device")
     assert info.value.field == "--device"
-    assert info.value.message.startswith("no device 'h800' (did you mean h200? known: a100-pcie-80gb, a100-sxm-80gb, ascend-910b,")
+    assert info.value.message.startswith("no device 'h800' (did you mean h200? known: a100-pcie-80gb, a100-sxm-40gb, a100-sxm-80gb, ascend-910b,")
 
 
 # ----------------------------------------------------------------------------- rules over a record
@@ -332,3 +343,19 @@ def test_the_schema_refuses_tops_units_spaces_and_unknown_fields(tmp_path):
         "peaks[2].value: '1979TOPS' does not match the expected form ^[0-9]+(\\.[0-9]+)?(GFLOPS|TFLOPS|PFLOPS)$",
         ": unknown field(s) ('tflops' was unexpected)",
     ]
+
+
+def test_2025_devices_in_a_roofline(dev):
+    """TPU7x: 2.5e12 FLOP over 16 GB in BF16 is memory-bound, 16e9 / 7.38e12 = 2.168 ms against
+    2.5e12 / 2.307e15 = 1.084 ms of compute (Cloud TPU7x table: 2307 TFLOPs, 7380 GBps); the ridge
+    is 2307 / 7.38 = 312.6 FLOP/B. Trainium3 states one figure for MXFP8 and MXFP4 (2,517 TFLOPS),
+    so --precision mxfp4 and mxfp8 find the same roof."""
+    tpu = dev["hw:tpu7x"]
+    bf16 = hardware.select_peak(tpu, "bf16").peak
+    assert (bf16.flops, tpu.bandwidth) == (2307e12, 7.38e12)
+    assert 16e9 / tpu.bandwidth == pytest.approx(2.168e-3, rel=1e-3) and 2.5e12 / bf16.flops == pytest.approx(1.0837e-3, rel=1e-3)
+    assert bf16.flops / tpu.bandwidth == pytest.approx(312.6, rel=1e-3)
+    trn3 = dev["hw:trainium3"]
+    assert hardware.select_peak(trn3, "mxfp4").peak.flops == hardware.select_peak(trn3, "mxfp8").peak.flops == 2517e12
+    with pytest.raises(InputError, match="nvfp4"):  # AWS states MXFP4, not NVIDIA's NVFP4
+        hardware.select_peak(trn3, "nvfp4")
