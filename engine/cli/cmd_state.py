@@ -13,7 +13,8 @@ EXAMPLES = """examples:
   aiinfra state --model qwen3-8b --context 32768
   aiinfra state --model gemma-3-27b-it --context 131072 --device h100-sxm --kv-bytes 1
   aiinfra state --model deepseek-v3 --context 8192 --device h200 --weight-bytes 1 --format json
-  aiinfra state --config Qwen3-Next-80B-A3B-Instruct/config.json --context 262144 --state-bytes 4
+  aiinfra state --model qwen3-next-80b-a3b --context 262144 --device h200
+  aiinfra state --config Nemotron-H-8B-Base-8K/config.json --context 8192 --state-bytes 4
 """
 
 
@@ -31,7 +32,7 @@ def add_parsers(verbs, Parser, shared) -> None:
     p.add_argument("--context", metavar="N", required=True, help="tokens in the request's context (a whole number >= 1)")
     p.add_argument("--device", metavar="ID", help="a device of knowledge/hardware (e.g. h100-sxm): requests that fit beside the weights")
     p.add_argument("--kv-bytes", metavar="B", default="2", help="bytes per cached K/V element (default 2, BF16; 1 for FP8)")
-    p.add_argument("--state-bytes", metavar="B", default="2", help="bytes per recurrent-state element for --config (default 2; 4 for a float32 state)")
+    p.add_argument("--state-bytes", metavar="B", default="2", help="bytes per recurrent-state element of linear-attention or Mamba layers (default 2, BF16; 4 for a float32 state)")
     p.add_argument("--weight-bytes", metavar="B", help="bytes per weight for --device (default: the record's stored weight bytes where it has "
                                                       "them, e.g. gpt-oss-20b's MXFP4 experts; else 2, BF16)")
     shared(p, False)
@@ -56,7 +57,7 @@ def run(args) -> int:
         record = models.find(models.load_models(root), args.model)
     except InputError as exc:
         raise InputError("--model", exc.message) from None
-    result = state.request_state(record, context, kv_bytes, root)
+    result = state.request_state(record, context, kv_bytes, root, _number(args.state_bytes, "--state-bytes"))
     fit = None
     if args.device:
         from engine.domain import hardware
@@ -71,17 +72,10 @@ def run(args) -> int:
 
 
 def _read_config(path: str) -> dict:
-    import json
-
     from engine.core.errors import InputError
+    from engine.kb.config_json import read_json
 
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except OSError as exc:
-        raise InputError("--config", f"cannot read {path!r}: {exc.strerror}") from None
-    except ValueError as exc:
-        raise InputError("--config", f"{path!r} is not JSON: {exc}") from None
+    data = read_json(path, "--config", "a config.json object")  # the bounded reader: regular files, size, depth, duplicate keys
     if not isinstance(data, dict):
         raise InputError("--config", f"{path!r} holds no JSON object")
     return data

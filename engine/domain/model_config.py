@@ -54,12 +54,14 @@ def refuse_uncounted(cfg: dict) -> None:
 
 
 def _uncounted(cfg: dict) -> tuple[str, str, str] | None:
+    layout = LAYOUTS.get(cfg.get("model_type")) if isinstance(cfg.get("model_type"), str) else None
+    counted = layout.keys if layout else frozenset()  # a layout that reads a key counts what it shows (qwen3_next's linear_*)
     for key, arch in UNCOUNTED_KEYS.items():
-        if key in cfg:
+        if key in cfg and key not in counted:
             return key, "is present and", arch
     types = cfg.get("layer_types")
     for kind in types if isinstance(types, list) else ():
-        if isinstance(kind, str) and kind in UNCOUNTED_LAYER_TYPES:
+        if isinstance(kind, str) and kind in UNCOUNTED_LAYER_TYPES and not (kind == "linear_attention" and layout and layout.linear):
             return "layer_types", f"lists {kind!r}, which", UNCOUNTED_LAYER_TYPES[kind]
     model_type = cfg.get("model_type")
     if isinstance(model_type, str) and model_type in UNCOUNTED_MODEL_TYPES:

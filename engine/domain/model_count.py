@@ -42,6 +42,8 @@ def parameter_count(record: dict, root=None) -> dict:
     cfg, d = record["config"], record["derived"]
     shape = _Shape(cfg, d)
     ev = _Evaluator(module)
+    if d.get("linear_attention"):
+        return _hybrid_count(record, shape, ev)
     attn = ev("FX10", attention=d["attention"], hidden=shape.hidden, heads=shape.heads, kv_heads=shape.kv_heads, head_dim=d["head_dim"], **shape.mla)
     norm = ev("FX12", qk_norm="per_head" if d.get("qk_norm") else "none", hidden=shape.hidden, head_dim=d["head_dim"])
     emb = ev("FX14", tie_embeddings="tied" if cfg.get("tie_word_embeddings", True) else "untied", vocab_size=cfg["vocab_size"], hidden=shape.hidden)
@@ -75,6 +77,29 @@ def parameter_count(record: dict, root=None) -> dict:
     return result
 
 
+def _hybrid_count(record: dict, shape: _Shape, ev: _Evaluator) -> dict:
+    """Qwen3-Next: gated full-attention (FX882) and Gated DeltaNet (FX881) layers over one MoE stack (FX15/FX16), FX883/FX884."""
+    cfg, d = record["config"], record["derived"]
+    lin, moe = d["linear_attention"], d["moe"]
+    attn = ev("FX882", heads=shape.heads, kv_heads=shape.kv_heads, head_dim=d["head_dim"], hidden=shape.hidden)
+    linear = ev("FX881", hidden=shape.hidden, linear_k_heads=lin["key_heads"], linear_v_heads=lin["value_heads"],
+                linear_k_head_dim=lin["key_head_dim"], linear_v_head_dim=lin["value_head_dim"], conv_kernel=lin["conv_kernel"])
+    emb = ev("FX14", tie_embeddings="tied" if cfg.get("tie_word_embeddings", True) else "untied", vocab_size=cfg["vocab_size"], hidden=shape.hidden)
+    experts = {"n_experts": moe["experts"], "n_shared_experts": moe.get("shared_experts", 0), "hidden": shape.hidden,
+               "moe_ffn_hidden": moe["expert_intermediate_size"]}
+    moe_all = ev("FX15", **experts)
+    moe_active = ev("FX16", top_k=moe["experts_per_token"], **experts)
+    common = {"layers": shape.layers, "attention_layers": d["attention_layers"], "gated_attn_params_per_layer": attn,
+              "linear_attn_params_per_layer": linear, "embedding_params": emb, "hidden": shape.hidden}
+    total = ev("FX883", moe_mlp_params_per_layer=moe_all, **common)
+    active = ev("FX884", moe_mlp_active_params_per_layer=moe_active, **common)
+    parts = {"attention": d["attention_layers"] * attn, "linear_attention": lin["layers"] * linear,
+             "mlp": shape.layers * (moe_all + shape.hidden), "norms": 2 * shape.layers * shape.hidden + shape.hidden, "embeddings": emb}
+    if sum(parts.values()) != total:  # the parts are a second reading of FX883's terms
+        raise AssertionError(f"{record['id']}: parts sum to {sum(parts.values())}, FX883 gives {total}")
+    return {"total": total, "active": active, "parts": parts, "extras": {}, "formulas": ev.used, "extra_formulas": {}, "missing_formulas": {}}
+
+
 def formula_module(root=None):
     """The compiled formulas of ``root``, or the shipped ones when ``root`` has no formulas/ folder."""
     import os
@@ -97,6 +122,7 @@ class _Shape:
         self.kv_heads = {"mha": self.heads, "mqa": 1}.get(d["attention"], cfg.get("num_key_value_heads") or self.heads)
         self.mla = dict(d["mla"]) if d["attention"] == "mla" else {}
         self.moe_layers = self.layers - d["moe"].get("dense_first_layers", 0) if d.get("moe") else 0
+        self.attention_layers = d.get("attention_layers", self.layers)  # hybrids: the layers holding a K/V cache
 
 
 class _Evaluator:
@@ -160,11 +186,12 @@ def weights_only_count(record: dict, root=None) -> int:
 
 
 def kv_bytes_per_token(record: dict, root=None, kv_bytes: float = 2) -> int:
-    """Bytes of K/V cache one token adds across all layers (F8, the variant of derived.attention)."""
+    """Bytes of K/V cache one token adds across the layers that keep one (F8, the variant of derived.attention):
+    every layer, or a hybrid's attention_layers (its linear-attention layers keep a fixed state instead, FX800)."""
     module = formula_module(root)
     cfg, d = record["config"], record["derived"]
     shape = _Shape(cfg, d)
-    given = {"attention": d["attention"], "layers": shape.layers, "kv_bytes": kv_bytes}
+    given = {"attention": d["attention"], "layers": shape.attention_layers, "kv_bytes": kv_bytes}  # a hybrid's K/V layers only
     if d["attention"] == "mla":
         given.update(kv_lora_rank=shape.mla["kv_lora_rank"], qk_rope_head_dim=shape.mla["qk_rope_head_dim"])
     else:

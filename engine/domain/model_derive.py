@@ -14,7 +14,8 @@ def derive(cfg: dict, layout: Layout) -> dict:
         raise InputError(layout.act_key, f"{activation!r} is not an activation the importer knows ({', '.join(sorted(ACTIVATIONS))})")
     attention, head_dim, stated = _attention(cfg, layout)
     moe = _moe(cfg, layout)
-    derived = {"family": ("mla_moe" if layout.mla else "moe") if moe else "dense", "attention": attention, "mlp": layout.mlp,
+    family = ("mla_moe" if layout.mla else "hybrid_moe" if layout.linear else "moe") if moe else "dense"
+    derived = {"family": family, "attention": attention, "mlp": layout.mlp,
                "activation": activation, "norm": layout.norm, "qk_norm": layout.qk_norm}
     derived.update(_biases(cfg, layout))
     if not moe or moe.get("dense_first_layers"):
@@ -29,6 +30,9 @@ def derive(cfg: dict, layout: Layout) -> dict:
         derived["mla"] = {k: cfg.get(k) for k in ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")}
     if layout.sinks:
         derived["attention_sinks"] = True
+    if layout.linear:
+        derived.update(_linear(cfg))
+        return derived
     _no_window_with_mla(cfg, layout)
     window = _window(cfg, layout)
     if window:
@@ -88,7 +92,7 @@ def _moe(cfg: dict, layout: Layout) -> dict:
     if not layout.moe:
         return {}
     experts_key, size_key = {"qwen3_moe": ("num_experts", "moe_intermediate_size"), "mixtral": ("num_local_experts", "intermediate_size"),
-                             "deepseek_v3": ("n_routed_experts", "moe_intermediate_size"),
+                             "deepseek_v3": ("n_routed_experts", "moe_intermediate_size"), "qwen3_next": ("num_experts", "moe_intermediate_size"),
                              "gpt_oss": ("num_local_experts", "intermediate_size")}[layout.moe]
     moe = {"experts": _positive(cfg, experts_key, required=True), "experts_per_token": _positive(cfg, "num_experts_per_tok", required=True),
            "expert_intermediate_size": _positive(cfg, size_key, required=True)}
@@ -100,6 +104,11 @@ def _moe(cfg: dict, layout: Layout) -> dict:
         grouped = (cfg.get("n_group") or 1) > 1
         moe["routing"] = "sigmoid_topk_grouped" if grouped else "sigmoid_topk"
         moe["router_bias"] = True  # noaux_tc routing (the only topk_method accepted) adds e_score_correction_bias
+    elif layout.moe == "qwen3_next":
+        moe.update(_gated_shared_expert(cfg, moe["expert_intermediate_size"]))
+        moe["dense_first_layers"] = 0
+        moe["routing"] = "softmax_topk"
+        moe["router_bias"] = False
     else:
         moe["shared_experts"] = 0
         moe["dense_first_layers"] = 0
@@ -111,6 +120,38 @@ def _moe(cfg: dict, layout: Layout) -> dict:
     if moe["dense_first_layers"] >= cfg["num_hidden_layers"]:
         raise InputError("first_k_dense_replace", "leaves no MoE layer")
     return moe
+
+
+def _gated_shared_expert(cfg: dict, expert_size: int) -> dict:
+    """Qwen3-Next's shared expert: one gated MLP of shared_expert_intermediate_size behind a sigmoid gate of h weights.
+
+    FX15/FX16 count shared experts as whole experts of the routed width, so the shared width must be a
+    multiple of it (Qwen3-Next: 512 = 1 x 512); anything else is refused rather than rounded."""
+    size = _positive(cfg, "shared_expert_intermediate_size", required=True)
+    if size % expert_size:
+        raise InputError("shared_expert_intermediate_size", f"{size} is not a multiple of moe_intermediate_size {expert_size}: "
+                                                            "FX15/FX16 count the shared expert in routed-expert widths")
+    return {"shared_experts": size // expert_size, "shared_intermediate_size": size, "shared_expert_gate": True}
+
+
+def _linear(cfg: dict) -> dict:
+    """Qwen3-Next's layer kinds (layer_types, or every full_attention_interval-th layer full) and its Gated DeltaNet shape."""
+    layers = cfg["num_hidden_layers"]
+    types = cfg.get("layer_types")
+    if types is None:
+        interval = _positive(cfg, "full_attention_interval", required=True)
+        types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(layers)]
+    if not isinstance(types, list) or len(types) != layers or not set(types) <= {"full_attention", "linear_attention"}:
+        raise InputError("layer_types", f"expected {layers} entries, each full_attention or linear_attention")
+    full = types.count("full_attention")
+    if not full or full == layers:
+        raise InputError("layer_types", f"has {full} full_attention layers of {layers}: a hybrid needs both kinds")
+    shape = {key: _positive(cfg, name, required=True) for key, name in (
+        ("key_heads", "linear_num_key_heads"), ("value_heads", "linear_num_value_heads"), ("key_head_dim", "linear_key_head_dim"),
+        ("value_head_dim", "linear_value_head_dim"), ("conv_kernel", "linear_conv_kernel_dim"))}
+    return {"attention_layers": full, "attention_output_gate": True,
+            "linear_attention": {"kind": "gated_deltanet", "layers": layers - full, **shape},
+            "layer_pattern": f"{layers - full} linear_attention (Gated DeltaNet) : {full} full_attention"}
 
 
 def _no_window_with_mla(cfg: dict, layout: Layout) -> None:

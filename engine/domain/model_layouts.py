@@ -46,7 +46,7 @@ COMMON = frozenset({
 MOE_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size", "n_shared_experts", "first_k_dense_replace")
 MLA_KEYS = ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
 ACTIVATIONS = frozenset({"silu", "gelu", "gelu_new", "gelu_pytorch_tanh", "relu"})
-LAYER_TYPES = {"full_attention": False, "sliding_attention": True}
+LAYER_TYPES = {"full_attention": False, "sliding_attention": True}  # name -> windowed (linear_attention: a qwen3_next layer kind)
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,7 @@ class Layout:
     window: str = "none"                        # none | mistral | qwen | gemma3 | layer_types (the list is required)
     sinks: bool = False                         # one learned attention-sink logit per head and layer (gpt-oss)
     expert_bias: bool = False                   # biases on every expert projection (gpt-oss)
+    linear: str = ""                            # "" | gated_deltanet: recurrent linear-attention layers between full-attention ones
     keys: frozenset = frozenset()               # type-specific keys this layout reads
     defaults: dict = field(default_factory=dict)  # key -> (value, where the default comes from)
     fixed: dict = field(default_factory=dict)   # key -> the only value the importer understands
@@ -131,6 +132,19 @@ LAYOUTS: dict[str, Layout] = {
                      fixed={"parallel_attn": True, "new_decoder_architecture": False, "apply_residual_connection_post_layernorm": False}),
 }
 
+# Qwen3-Next: Gated DeltaNet layers with every full_attention_interval-th layer gated softmax attention
+# (q_proj doubled for a sigmoid output gate, per-head q/k norms); every layer MoE with a gated shared expert
+# (transformers Qwen3NextConfig/modeling; the Megatron-Bridge bridge sets attention_output_gate and moe_shared_expert_gate)
+LAYOUTS["qwen3_next"] = Layout(
+    "gated", keys=frozenset({"hidden_act", "attention_bias", "num_experts", "num_experts_per_tok", "moe_intermediate_size",
+                             "shared_expert_intermediate_size", "decoder_sparse_step", "mlp_only_layers", "full_attention_interval",
+                             "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+                             "linear_conv_kernel_dim", "partial_rotary_factor", "use_sliding_window"}),
+    qk_norm=True, mlp_bias="none", moe="qwen3_next", linear="gated_deltanet",
+    defaults=_defaults("Qwen3NextConfig", hidden_act="silu", attention_bias=False, decoder_sparse_step=1, mlp_only_layers=[],
+                       use_sliding_window=False),
+    fixed={"attention_bias": False, "decoder_sparse_step": 1, "mlp_only_layers": [], "use_sliding_window": False})
+
 # Kimi K2 (moonshotai/Kimi-K2-*): the DeepSeek-V3 architecture (architectures DeepseekV3ForCausalLM, its
 # configuration_deepseek.py) under its own model_type so engines can tell the two apart; its deploy guide says
 # renaming model_type to deepseek_v3 runs it unchanged. Same layout, same checks.
@@ -151,7 +165,7 @@ def _refuse_key(key: str) -> InputError:
 # Architectures whose layers are not the attention + MLP blocks FX10-FX18 and the ledger's
 # templates count: a config that shows one is refused by name (the field that shows it and
 # the architecture), never counted as a dense model. Checked before everything else.
-GATED_DELTANET = ("Gated DeltaNet hybrid linear attention (Qwen3-Next, Qwen3.5): recurrent layers with a persistent "
+GATED_DELTANET = ("Gated DeltaNet hybrid linear attention outside the qwen3_next layout (Qwen3.5): recurrent layers with a persistent "
                   "state instead of a K/V cache, interleaved with full-attention layers")
 MAMBA = ("a Mamba (state-space) hybrid (Nemotron-H, Jamba, Mamba-2): SSM layers with a persistent convolution and "
          "state cache instead of attention")
@@ -169,10 +183,10 @@ UNCOUNTED_KEYS = {
 }
 UNCOUNTED_LAYER_TYPES = {"linear_attention": GATED_DELTANET}
 UNCOUNTED_MODEL_TYPES = {
-    "qwen3_next": GATED_DELTANET, "kimi_linear": KDA, "nemotron_h": MAMBA, "mamba": MAMBA, "mamba2": MAMBA, "jamba": MAMBA,
+    "kimi_linear": KDA, "nemotron_h": MAMBA, "mamba": MAMBA, "mamba2": MAMBA, "jamba": MAMBA,
     "deepseek_v32": DSA,
 }
 UNCOUNTED_CLASSES = {
-    "Qwen3NextForCausalLM": GATED_DELTANET, "KimiLinearForCausalLM": KDA, "NemotronHForCausalLM": MAMBA,
+    "KimiLinearForCausalLM": KDA, "NemotronHForCausalLM": MAMBA,
     "MambaForCausalLM": MAMBA, "Mamba2ForCausalLM": MAMBA, "JambaForCausalLM": MAMBA, "DeepseekV32ForCausalLM": DSA,
 }

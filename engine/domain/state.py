@@ -2,9 +2,10 @@
 
 ``request_state`` reads a model record and evaluates F8 (bytes per token across all layers),
 FX70 (one request's K/V, windowed layers capped at their window) and FX801 (the total with
-any recurrent layers, FX800). The shipped records have no recurrent layers (hybrid linear
-attention and Mamba configs are refused at import, engine.domain.model_config), so their
-recurrent row is empty; the formulas are ready for the records that will have them.
+any recurrent layers, FX800). A hybrid record (Qwen3-Next: derived.linear_attention) goes
+through ``hybrid_state``: K/V in its attention layers only, a fixed state in the others, kept
+at the cache's bytes per element. Mamba hybrids are still refused at import
+(engine.domain.model_config); their configs can be sized by ``hybrid_state`` directly.
 ``fit_requests`` divides a device's memory, less the weights, by that total.
 """
 
@@ -37,8 +38,9 @@ class RequestState:
                 "layer_kinds": [r.__dict__ for r in self.rows], "bytes_per_request": self.total, "formulas": list(self.formulas)}
 
 
-def request_state(record: dict, context_tokens: int, kv_bytes: float = 2, root=None) -> RequestState:
-    """The persistent bytes of one request of ``context_tokens`` tokens, by layer kind."""
+def request_state(record: dict, context_tokens: int, kv_bytes: float = 2, root=None, state_bytes: float = 2) -> RequestState:
+    """The persistent bytes of one request of ``context_tokens`` tokens, by layer kind (``state_bytes``: bytes per
+    recurrent-state element of a hybrid's linear-attention layers; BF16 by default, as engines keep it with a BF16 model)."""
     from engine.domain.model_count import _Evaluator, formula_module, kv_bytes_per_token
 
     if isinstance(context_tokens, bool) or not isinstance(context_tokens, int) or context_tokens < 1:
@@ -46,6 +48,9 @@ def request_state(record: dict, context_tokens: int, kv_bytes: float = 2, root=N
     if not kv_bytes > 0:
         raise InputError("--kv-bytes", f"expected a positive number of bytes per cached element, got {kv_bytes!r}")
     cfg, d = record["config"], record["derived"]
+    if d.get("linear_attention"):  # a hybrid: K/V in its attention layers, a fixed state in the others (FX800)
+        result = hybrid_state(cfg, context_tokens, kv_bytes, state_bytes, root)
+        return RequestState(record["id"], result.context_tokens, result.kv_bytes, result.rows, result.total, result.formulas)
     layers = cfg["num_hidden_layers"]
     per_token = kv_bytes_per_token(record, root, kv_bytes)          # F8, all layers
     ev = _Evaluator(formula_module(root))

@@ -1,5 +1,6 @@
-"""Hybrid configs (Qwen3-Next, Nemotron-H): still refused as model records by name, but their
-per-request state is read from the config (engine.domain.state.hybrid_state: F8, FX800, FX801).
+"""Hybrid configs (Qwen3-Next, Nemotron-H): their per-request state is read from the config
+(engine.domain.state.hybrid_state: F8, FX800, FX801). Nemotron-H is still refused as a model
+record by name; Qwen3-Next imports (tests/domain/test_qwen3_next.py), except from a partial config.
 
 The configs are the copies cited in tests/domain/test_arch_refusals.py, with the Nemotron-H
 fields the state needs (n_groups, conv_kernel, attention_head_dim) from the same file:
@@ -20,11 +21,17 @@ from tests.domain.test_arch_refusals import NEMOTRON_H, QWEN3_NEXT
 NEMOTRON_H_8B = {**NEMOTRON_H, "n_groups": 8, "conv_kernel": 4, "attention_head_dim": 128}
 
 
-@pytest.mark.parametrize("cfg", [QWEN3_NEXT, NEMOTRON_H_8B])
-def test_still_refused_as_a_record(cfg):
+def test_nemotron_h_still_refused_as_a_record():
     with pytest.raises(InputError) as err:
-        import_config(cfg, "x")
+        import_config(NEMOTRON_H_8B, "x")
     assert "cannot count this architecture exactly" in str(err.value)
+
+
+def test_a_partial_qwen3_next_config_names_the_missing_field():
+    # the state needs only the layer pattern; a record needs the MoE widths too
+    with pytest.raises(InputError) as err:
+        import_config(QWEN3_NEXT, "x")
+    assert str(err.value) == "moe_intermediate_size: expected a whole number >= 1, got None"
 
 
 def kinds(result) -> dict:

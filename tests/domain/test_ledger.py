@@ -160,7 +160,13 @@ def test_parameters_agree_with_the_formula_records(run, formulas):
 
 
 def test_every_shipped_model_reproduces_its_record(k, templates, formulas):
+    hybrids = {mid for mid, record in k.models.items() if record["derived"].get("linear_attention")}
+    assert hybrids == {"model:qwen3-next-80b-a3b"}  # no ledger template for linear attention yet: refused by name
+    with pytest.raises(InputError, match="no operator template for its linear-attention layers"):
+        ledger.forward_record(k.models["model:qwen3-next-80b-a3b"], templates, 8, formulas=formulas)
     for mid, record in sorted(k.models.items()):
+        if mid in hybrids:
+            continue
         result = ledger.forward_record(record, templates, 8, history=8, formulas=formulas)
         stated = record["parameters"]
         tol = stated.get("rel_tol", 0) if stated["matches"] == "paper_rounded" else 0
