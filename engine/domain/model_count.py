@@ -44,6 +44,8 @@ def parameter_count(record: dict, root=None) -> dict:
     ev = _Evaluator(module)
     if d.get("linear_attention"):
         return _hybrid_count(record, shape, ev)
+    if d.get("mamba"):
+        return _mamba_count(record, shape, ev)
     attn = ev("FX10", attention=d["attention"], hidden=shape.hidden, heads=shape.heads, kv_heads=shape.kv_heads, head_dim=d["head_dim"], **shape.mla)
     norm = ev("FX12", qk_norm="per_head" if d.get("qk_norm") else "none", hidden=shape.hidden, head_dim=d["head_dim"])
     emb = ev("FX14", tie_embeddings="tied" if cfg.get("tie_word_embeddings", True) else "untied", vocab_size=cfg["vocab_size"], hidden=shape.hidden)
@@ -98,6 +100,30 @@ def _hybrid_count(record: dict, shape: _Shape, ev: _Evaluator) -> dict:
     if sum(parts.values()) != total:  # the parts are a second reading of FX883's terms
         raise AssertionError(f"{record['id']}: parts sum to {sum(parts.values())}, FX883 gives {total}")
     return {"total": total, "active": active, "parts": parts, "extras": {}, "formulas": ev.used, "extra_formulas": {}, "missing_formulas": {}}
+
+
+def _mamba_count(record: dict, shape: _Shape, ev: _Evaluator) -> dict:
+    """Nemotron-H: Mamba-2 (FX885), attention (FX10) and MLP (FX11) blocks with one norm each, FX886; dense, so active = total."""
+    cfg, d = record["config"], record["derived"]
+    m = d["mamba"]
+    mamba = ev("FX885", hidden=shape.hidden, mamba_heads=m["heads"], mamba_head_dim=m["head_dim"], ssm_state_size=m["state_size"],
+               mamba_groups=m["groups"], conv_kernel=m["conv_kernel"])
+    attn = ev("FX10", attention=d["attention"], hidden=shape.hidden, heads=shape.heads, kv_heads=shape.kv_heads, head_dim=d["head_dim"])
+    mlp = ev("FX11", mlp_gating=d["mlp"], hidden=shape.hidden, ffn_hidden=d["ffn_hidden"])
+    emb = ev("FX14", tie_embeddings="tied" if cfg.get("tie_word_embeddings", True) else "untied", vocab_size=cfg["vocab_size"], hidden=shape.hidden)
+    total = ev("FX886", mamba_layers=m["layers"], attention_layers=d["attention_layers"], mlp_layers=d["mlp_layers"],
+               mamba_params_per_layer=mamba, attn_params_per_layer=attn, mlp_params_per_layer=mlp, embedding_params=emb, hidden=shape.hidden)
+    parts = {"mamba": m["layers"] * mamba, "attention": d["attention_layers"] * attn, "mlp": d["mlp_layers"] * mlp,
+             "norms": shape.layers * shape.hidden + shape.hidden, "embeddings": emb}
+    if sum(parts.values()) != total:  # the parts are a second reading of FX886's terms
+        raise AssertionError(f"{record['id']}: parts sum to {sum(parts.values())}, FX886 gives {total}")
+    return {"total": total, "active": total, "parts": parts, "extras": {}, "formulas": ev.used, "extra_formulas": {}, "missing_formulas": {}}
+
+
+def is_hybrid(derived: dict) -> bool:
+    """A model whose layers are not all attention + MLP blocks (Qwen3-Next, Nemotron-H): FX17/FX18, the calculators
+    and the forward ledger's templates do not hold it."""
+    return str(derived.get("family", "")).startswith("hybrid")
 
 
 def formula_module(root=None):

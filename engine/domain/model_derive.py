@@ -14,7 +14,7 @@ def derive(cfg: dict, layout: Layout) -> dict:
         raise InputError(layout.act_key, f"{activation!r} is not an activation the importer knows ({', '.join(sorted(ACTIVATIONS))})")
     attention, head_dim, stated = _attention(cfg, layout)
     moe = _moe(cfg, layout)
-    family = ("mla_moe" if layout.mla else "hybrid_moe" if layout.linear else "moe") if moe else "dense"
+    family = ("mla_moe" if layout.mla else "hybrid_moe" if layout.linear else "moe") if moe else ("hybrid" if layout.linear else "dense")
     derived = {"family": family, "attention": attention, "mlp": layout.mlp,
                "activation": activation, "norm": layout.norm, "qk_norm": layout.qk_norm}
     derived.update(_biases(cfg, layout))
@@ -31,7 +31,7 @@ def derive(cfg: dict, layout: Layout) -> dict:
     if layout.sinks:
         derived["attention_sinks"] = True
     if layout.linear:
-        derived.update(_linear(cfg))
+        derived.update(_linear(cfg) if layout.linear == "gated_deltanet" else _mamba(cfg))
         return derived
     _no_window_with_mla(cfg, layout)
     window = _window(cfg, layout)
@@ -52,7 +52,7 @@ def _attention(cfg: dict, layout: Layout) -> tuple[str, int, bool]:
     kv = _kv_heads(cfg, layout, heads)
     if heads % kv:
         raise InputError("num_key_value_heads", f"{kv} does not divide {heads} attention heads")
-    stated = _positive(cfg, "head_dim")
+    stated = _positive(cfg, "head_dim") or _positive(cfg, "attention_head_dim")  # Nemotron-H names it attention_head_dim
     if stated is None and hidden % heads:
         raise InputError("head_dim", f"not stated, and hidden_size {hidden} is not a multiple of {heads} heads")
     kind = "mha" if kv == heads else ("mqa" if kv == 1 else "gqa")
@@ -81,6 +81,8 @@ def _biases(cfg: dict, layout: Layout) -> dict:
 def _position(cfg: dict, layout: Layout) -> dict:
     if cfg.get("alibi"):
         return {"position": "alibi"}
+    if layout.position == "none":
+        return {"position": "none"}
     if layout.position == "learned":
         if cfg.get("word_embed_proj_dim", cfg["hidden_size"]) != cfg["hidden_size"]:
             raise InputError("word_embed_proj_dim", "differs from hidden_size: OPT's projected embeddings (project_in/out) are a variant the importer does not count")
@@ -152,6 +154,22 @@ def _linear(cfg: dict) -> dict:
     return {"attention_layers": full, "attention_output_gate": True,
             "linear_attention": {"kind": "gated_deltanet", "layers": layers - full, **shape},
             "layer_pattern": f"{layers - full} linear_attention (Gated DeltaNet) : {full} full_attention"}
+
+
+def _mamba(cfg: dict) -> dict:
+    """Nemotron-H's blocks from hybrid_override_pattern ('M' Mamba-2, '*' attention, '-' MLP) and its Mamba-2 shape."""
+    layers, pattern = cfg["num_hidden_layers"], cfg.get("hybrid_override_pattern")
+    if not isinstance(pattern, str) or len(pattern) != layers or set(pattern) - set("M*-"):
+        raise InputError("hybrid_override_pattern", f"expected {layers} characters, each M (Mamba-2), * (attention) or - (MLP)")
+    if "*" not in pattern or "M" not in pattern:
+        raise InputError("hybrid_override_pattern", "a hybrid needs both Mamba-2 ('M') and attention ('*') blocks")
+    shape = {key: _positive(cfg, name, required=True) for key, name in (
+        ("heads", "mamba_num_heads"), ("head_dim", "mamba_head_dim"), ("state_size", "ssm_state_size"), ("groups", "n_groups"),
+        ("conv_kernel", "conv_kernel"))}
+    counts = {kind: pattern.count(ch) for kind, ch in (("mamba", "M"), ("attention", "*"), ("mlp", "-"))}
+    return {"attention_layers": counts["attention"], "mlp_layers": counts["mlp"], "norms_per_layer": 1,
+            "mamba": {"layers": counts["mamba"], **shape},
+            "layer_pattern": f"{counts['mamba']} Mamba-2 : {counts['attention']} attention : {counts['mlp']} MLP blocks (hybrid_override_pattern)"}
 
 
 def _no_window_with_mla(cfg: dict, layout: Layout) -> None:

@@ -25,6 +25,9 @@ IGNORED = frozenset({
     "routed_scaling_factor", "norm_topk_prob",            # scale or renormalise routing weights: no weights, no shapes
     "query_pre_attn_scalar", "final_logit_softcapping", "attn_logit_softcapping", "cache_implementation",
     "output_projection",                                  # OPT: the LM head exists either way (tied)
+    # Mamba-2 kernels and numerics (Nemotron-H): chunked scan size, dt limits, residual dtype, logits kept
+    "chunk_size", "use_mamba_kernels", "rescale_prenorm_residual", "residual_in_fp32", "num_logits_to_keep",
+    "time_step_limit", "time_step_min", "time_step_max", "time_step_floor",
     # multimodal wrappers: token bookkeeping of the image path
     "boi_token_index", "eoi_token_index", "image_token_index", "mm_tokens_per_image",
 })
@@ -45,7 +48,7 @@ COMMON = frozenset({
 
 MOE_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size", "n_shared_experts", "first_k_dense_replace")
 MLA_KEYS = ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
-ACTIVATIONS = frozenset({"silu", "gelu", "gelu_new", "gelu_pytorch_tanh", "relu"})
+ACTIVATIONS = frozenset({"silu", "gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "relu2"})  # relu2: squared ReLU (Nemotron-H)
 LAYER_TYPES = {"full_attention": False, "sliding_attention": True}  # name -> windowed (linear_attention: a qwen3_next layer kind)
 
 
@@ -71,7 +74,7 @@ class Layout:
     window: str = "none"                        # none | mistral | qwen | gemma3 | layer_types (the list is required)
     sinks: bool = False                         # one learned attention-sink logit per head and layer (gpt-oss)
     expert_bias: bool = False                   # biases on every expert projection (gpt-oss)
-    linear: str = ""                            # "" | gated_deltanet: recurrent linear-attention layers between full-attention ones
+    linear: str = ""                            # "" | gated_deltanet | mamba2: recurrent layers between full-attention ones
     keys: frozenset = frozenset()               # type-specific keys this layout reads
     defaults: dict = field(default_factory=dict)  # key -> (value, where the default comes from)
     fixed: dict = field(default_factory=dict)   # key -> the only value the importer understands
@@ -145,6 +148,18 @@ LAYOUTS["qwen3_next"] = Layout(
                        use_sliding_window=False),
     fixed={"attention_bias": False, "decoder_sparse_step": 1, "mlp_only_layers": [], "use_sliding_window": False})
 
+# Nemotron-H: blocks of one RMSNorm and one mixer each, Mamba-2 ('M'), self-attention ('*') or a squared-ReLU MLP ('-'),
+# in the order of hybrid_override_pattern (transformers NemotronHConfig/modeling; NVIDIA-NeMo/Megatron-Bridge nemotronh)
+LAYOUTS["nemotron_h"] = Layout(
+    "plain", act_key="mlp_hidden_act", attention_bias="none", mlp_bias="none", linear="mamba2", position="none",
+    keys=frozenset({"hidden_act", "mlp_hidden_act", "attention_bias", "mlp_bias", "attention_head_dim", "hybrid_override_pattern",
+                    "mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel", "expand", "mamba_hidden_act",
+                    "mamba_proj_bias", "use_bias", "use_conv_bias", "sliding_window"}),
+    defaults=_defaults("NemotronHConfig", mlp_hidden_act="relu2", attention_bias=False, mlp_bias=False, use_bias=False,
+                       mamba_proj_bias=False, use_conv_bias=True),
+    fixed={"attention_bias": False, "mlp_bias": False, "use_bias": False, "mamba_proj_bias": False, "use_conv_bias": True,
+           "sliding_window": None})
+
 # Kimi K2 (moonshotai/Kimi-K2-*): the DeepSeek-V3 architecture (architectures DeepseekV3ForCausalLM, its
 # configuration_deepseek.py) under its own model_type so engines can tell the two apart; its deploy guide says
 # renaming model_type to deepseek_v3 runs it unchanged. Same layout, same checks.
@@ -167,7 +182,7 @@ def _refuse_key(key: str) -> InputError:
 # the architecture), never counted as a dense model. Checked before everything else.
 GATED_DELTANET = ("Gated DeltaNet hybrid linear attention outside the qwen3_next layout (Qwen3.5): recurrent layers with a persistent "
                   "state instead of a K/V cache, interleaved with full-attention layers")
-MAMBA = ("a Mamba (state-space) hybrid (Nemotron-H, Jamba, Mamba-2): SSM layers with a persistent convolution and "
+MAMBA = ("a Mamba (state-space) model outside the nemotron_h layout (Jamba, Mamba, Mamba-2): SSM layers with a persistent convolution and "
          "state cache instead of attention")
 KDA = ("Kimi Delta Attention (KDA) hybrid linear attention (Kimi Linear): recurrent layers with a persistent state, "
        "interleaved with MLA layers")
@@ -183,10 +198,10 @@ UNCOUNTED_KEYS = {
 }
 UNCOUNTED_LAYER_TYPES = {"linear_attention": GATED_DELTANET}
 UNCOUNTED_MODEL_TYPES = {
-    "kimi_linear": KDA, "nemotron_h": MAMBA, "mamba": MAMBA, "mamba2": MAMBA, "jamba": MAMBA,
+    "kimi_linear": KDA, "mamba": MAMBA, "mamba2": MAMBA, "jamba": MAMBA,
     "deepseek_v32": DSA,
 }
 UNCOUNTED_CLASSES = {
-    "KimiLinearForCausalLM": KDA, "NemotronHForCausalLM": MAMBA,
+    "KimiLinearForCausalLM": KDA,
     "MambaForCausalLM": MAMBA, "Mamba2ForCausalLM": MAMBA, "JambaForCausalLM": MAMBA, "DeepseekV32ForCausalLM": DSA,
 }

@@ -26,6 +26,7 @@ from engine.domain.model_count import (  # noqa: F401
     MISSING_FORMULAS,
     _Shape,
     formula_module,
+    is_hybrid,
     kv_bytes_per_token,
     parameter_count,
 )

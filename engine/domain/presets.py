@@ -32,7 +32,7 @@ def model_values(record: dict, root) -> dict[str, tuple[object, str]]:
         if value is not None:
             out[symbol] = (value, f"preset {ident}: {key} ({where})")
 
-    if d.get("linear_attention"):
+    if models.is_hybrid(d):
         raise InputError("--model", f"{ident} is a hybrid ({d.get('layer_pattern', 'linear and full attention')}): the calculators' "
                                     "formulas hold one kind of attention layer, so it is refused here rather than sized as "
                                     f"{cfg['num_hidden_layers']} K/V layers; `aiinfra state --model {ident.split(':', 1)[1]}` gives its "

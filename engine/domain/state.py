@@ -48,7 +48,7 @@ def request_state(record: dict, context_tokens: int, kv_bytes: float = 2, root=N
     if not kv_bytes > 0:
         raise InputError("--kv-bytes", f"expected a positive number of bytes per cached element, got {kv_bytes!r}")
     cfg, d = record["config"], record["derived"]
-    if d.get("linear_attention"):  # a hybrid: K/V in its attention layers, a fixed state in the others (FX800)
+    if d.get("linear_attention") or d.get("mamba"):  # a hybrid: K/V in its attention layers, a fixed state in the others (FX800)
         result = hybrid_state(cfg, context_tokens, kv_bytes, state_bytes, root)
         return RequestState(record["id"], result.context_tokens, result.kv_bytes, result.rows, result.total, result.formulas)
     layers = cfg["num_hidden_layers"]
@@ -153,7 +153,7 @@ def hybrid_state(config: dict, context_tokens: int, kv_bytes: float = 2, state_b
 
 
 def _hybrid_kv(config: dict, kind: str, attn: int, context_tokens: int, kv_bytes: float, ev) -> int:
-    head_dim = _need(config, "attention_head_dim" if kind == "nemotron_h" else "head_dim")
+    head_dim = _need(config, "attention_head_dim" if kind == "nemotron_h" and "attention_head_dim" in config else "head_dim")
     per_token = ev("F8", attention="gqa", layers=attn, kv_heads=_need(config, "num_key_value_heads"), heads=_need(config, "num_attention_heads"),
                    head_dim=head_dim, kv_bytes=kv_bytes)
     return ev("FX70", kv_bytes_per_token=per_token, layers=attn, window_layers=0, context_tokens=context_tokens, sliding_window=context_tokens)

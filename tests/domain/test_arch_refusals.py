@@ -53,6 +53,9 @@ QWEN3_5_TEXT = {
     "linear_value_head_dim": 128, "num_attention_heads": 16, "num_experts": 256, "num_experts_per_tok": 8,
     "num_hidden_layers": 40, "num_key_value_heads": 2, "vocab_size": 248320,
 }
+# a Jamba-style config (Mamba layers interleaved with attention under a model_type the importer has no layout for)
+JAMBA = {"architectures": ["JambaForCausalLM"], "model_type": "jamba", "hidden_size": 4096, "num_hidden_layers": 32,
+         "mamba_d_state": 16, "mamba_d_conv": 4, "num_attention_heads": 32, "num_key_value_heads": 8}
 DEEPSEEK_V32 = {
     "vocab_size": 129280, "dim": 7168, "inter_dim": 18432, "moe_inter_dim": 2048, "n_layers": 61, "n_dense_layers": 3,
     "n_heads": 128, "n_routed_experts": 256, "n_shared_experts": 1, "n_activated_experts": 8, "q_lora_rank": 1536,
@@ -76,9 +79,9 @@ def shipped() -> dict:
 @pytest.mark.parametrize(("cfg", "field", "arch"), [
     (QWEN3_5_TEXT, "linear_num_key_heads", "Gated DeltaNet hybrid linear attention outside the qwen3_next layout (Qwen3.5)"),
     (KIMI_LINEAR, "linear_attn_config", "Kimi Delta Attention (KDA) hybrid linear attention (Kimi Linear)"),
-    (NEMOTRON_H, "hybrid_override_pattern", "a Mamba (state-space) hybrid (Nemotron-H, Jamba, Mamba-2)"),
+    (JAMBA, "mamba_d_state", "a Mamba (state-space) model outside the nemotron_h layout (Jamba, Mamba, Mamba-2)"),
     (DEEPSEEK_V32, "index_topk", "DeepSeek Sparse Attention (DeepSeek-V3.2)"),
-], ids=["qwen3.5-text", "kimi-linear", "nemotron-h", "deepseek-v3.2"])
+], ids=["qwen3.5-text", "kimi-linear", "jamba", "deepseek-v3.2"])
 def test_published_configs_are_refused_by_field_and_architecture(cfg, field, arch):
     message = refusal(copy.deepcopy(cfg))
     assert message.startswith(f"{field}: is present and shows {arch}")
@@ -94,14 +97,14 @@ def test_a_known_model_type_does_not_hide_linear_attention(shipped):
 
 def test_a_known_model_type_does_not_hide_a_state_space_layer(shipped):
     cfg = dict(shipped["model:llama-3.1-8b"]["config"], ssm_state_size=128)
-    assert refusal(cfg).startswith("ssm_state_size: is present and shows a Mamba (state-space) hybrid")
+    assert refusal(cfg).startswith("ssm_state_size: is present and shows a Mamba (state-space) model")
 
 
 def test_model_type_and_class_name_alone_are_refused():
     assert refusal({"model_type": "deepseek_v32", "hidden_size": 7168}).startswith(
         "model_type: 'deepseek_v32' shows DeepSeek Sparse Attention (DeepSeek-V3.2)")
     assert refusal({"architectures": ["JambaForCausalLM"], "model_type": "x"}).startswith(
-        "architectures: 'JambaForCausalLM' shows a Mamba (state-space) hybrid")
+        "architectures: 'JambaForCausalLM' shows a Mamba (state-space) model")
 
 
 def test_a_wrapper_does_not_hide_a_refused_text_model():
@@ -117,8 +120,8 @@ def test_sliding_window_layers_in_an_mla_model_are_refused(shipped):
                             "counts no sliding window, so the config is refused rather than counted as full attention")
 
 
-@pytest.mark.parametrize(("cfg", "field"), [(QWEN3_5_TEXT, "linear_num_key_heads"), (NEMOTRON_H, "hybrid_override_pattern"),
-                                            (DEEPSEEK_V32, "index_topk")], ids=["qwen3.5-text", "nemotron-h", "deepseek-v3.2"])
+@pytest.mark.parametrize(("cfg", "field"), [(QWEN3_5_TEXT, "linear_num_key_heads"), (JAMBA, "mamba_d_state"),
+                                            (DEEPSEEK_V32, "index_topk")], ids=["qwen3.5-text", "jamba", "deepseek-v3.2"])
 def test_model_import_exits_2_with_one_line(cfg, field, tmp_path, capsys):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))

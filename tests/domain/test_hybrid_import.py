@@ -1,6 +1,6 @@
 """Hybrid configs (Qwen3-Next, Nemotron-H): their per-request state is read from the config
-(engine.domain.state.hybrid_state: F8, FX800, FX801). Nemotron-H is still refused as a model
-record by name; Qwen3-Next imports (tests/domain/test_qwen3_next.py), except from a partial config.
+(engine.domain.state.hybrid_state: F8, FX800, FX801). Both import as model records from their
+whole configs (tests/domain/test_qwen3_next.py, test_nemotron_h.py); the partial configs here do not.
 
 The configs are the copies cited in tests/domain/test_arch_refusals.py, with the Nemotron-H
 fields the state needs (n_groups, conv_kernel, attention_head_dim) from the same file:
@@ -21,10 +21,10 @@ from tests.domain.test_arch_refusals import NEMOTRON_H, QWEN3_NEXT
 NEMOTRON_H_8B = {**NEMOTRON_H, "n_groups": 8, "conv_kernel": 4, "attention_head_dim": 128}
 
 
-def test_nemotron_h_still_refused_as_a_record():
+def test_a_partial_nemotron_h_config_names_the_missing_field():
     with pytest.raises(InputError) as err:
         import_config(NEMOTRON_H_8B, "x")
-    assert "cannot count this architecture exactly" in str(err.value)
+    assert str(err.value) == "vocab_size: expected a whole number >= 1, got None"
 
 
 def test_a_partial_qwen3_next_config_names_the_missing_field():

@@ -62,7 +62,7 @@ def test_a_record_off_the_schema_is_reported_with_its_place(tmp_path):
     folder = tmp_path / "knowledge" / "models"
     folder.mkdir(parents=True)
     text = (ROOT / "knowledge" / "models" / "qwen3-8b.yaml").read_text()
-    (folder / "qwen3-8b.yaml").write_text(text.replace("family: dense", "family: hybrid"))
+    (folder / "qwen3-8b.yaml").write_text(text.replace("family: dense", "family: ssm"))
     with pytest.raises(KnowledgeError) as info:
         load_models(tmp_path)
     assert info.value.problems[0].place.startswith("knowledge/models/qwen3-8b.yaml:")
@@ -218,7 +218,7 @@ def test_unknown_model_type_with_moe_keys_is_not_taken_for_dense():
 def test_unknown_model_type_is_refused():
     assert refusal({"model_type": "fancy", "hidden_size": 768}).startswith("model_type: 'fancy' is not a known architecture (known: deepseek_v3, falcon,")
     # a state-space model is refused as what it is (tests/domain/test_arch_refusals.py)
-    assert refusal({"model_type": "mamba", "hidden_size": 768}).startswith("model_type: 'mamba' shows a Mamba (state-space) hybrid")
+    assert refusal({"model_type": "mamba", "hidden_size": 768}).startswith("model_type: 'mamba' shows a Mamba (state-space) model")
 
 
 def test_mla_without_query_compression_is_refused(models):
