@@ -85,6 +85,8 @@ def _document(d: hardware.Device, md: bool) -> str:
         out.append(f"Usable (driver-reported): {text} ({number(size)} B = {friendly(size, 'B')}), what serving engines budget from [{source}]")
     if d.interconnect:
         out.append("Interconnect: " + _link(d.interconnect))
+    if d.record.get("host_link"):
+        out.append("Host link: " + _link(d.record["host_link"]))
     if d.tdp_w:
         tdp = d.record["tdp"]
         out.append(f"TDP: {tdp['value']}" + (f" ({tdp['note']})" if tdp.get("note") else "") + f" [{tdp['source']}]")
@@ -93,6 +95,10 @@ def _document(d: hardware.Device, md: bool) -> str:
         rows = [dict(kind=m.kind, precision=m.precision, ratio=_ratio(m.low, m.high), workload=m.workload, source=m.source) for m in d.measured]
         out += ["", "## Measured (achieved / peak)" if md else "Measured (achieved / peak):",
                 table(rows, [(c, c) for c in ("kind", "precision", "ratio", "workload", "source")], fmt)]
+    if d.record.get("measured_collectives"):
+        rows = [dict(m, library=m.get("library", "")) for m in d.record["measured_collectives"]]
+        out += ["", "## Measured collectives (nccl-tests busBw)" if md else "Measured collectives (nccl-tests busBw):",
+                table(rows, [(c, c.replace("_", " ")) for c in ("op", "algorithm", "ranks", "message", "bus_bandwidth", "library", "system", "source")], fmt)]
     out += ["", "## Sources" if md else "Sources:"] + [f"- {s}" for s in d.sources]
     if d.notes:
         out += ["", f"Notes: {d.notes}"]

@@ -109,6 +109,11 @@ class Device:
     def short_id(self) -> str:
         return self.id.split(":", 1)[1]
 
+    def measured_bus_bandwidth(self, op: str = "allreduce") -> tuple[float, dict] | None:
+        """(B/s, record) of the highest published busBw of ``op`` on this device, or None when none is recorded."""
+        found = [(quantity(m["bus_bandwidth"], "B/s"), m) for m in self.record.get("measured_collectives", ()) if m["op"] == op]
+        return max(found, key=lambda x: x[0]) if found else None
+
     @property
     def driver_total(self) -> tuple[float, str, str] | None:
         """(bytes, as written, source) of the driver-reported usable memory, or None when no source records it."""
@@ -231,6 +236,9 @@ def _quantities(record: dict):
                 yield f"{link}.{key}", record[link][key], "B/s"
     if "tdp" in record:
         yield "tdp.value", record["tdp"]["value"], "W"
+    for i, m in enumerate(record.get("measured_collectives", ())):
+        yield f"measured_collectives[{i}].bus_bandwidth", m["bus_bandwidth"], "B/s"
+        yield f"measured_collectives[{i}].message", m["message"], "B"
 
 
 def _sparse_pairs(device: Device) -> list[tuple[str, str]]:
@@ -383,6 +391,7 @@ AUDIT_FIELDS = (
     ("host_link", "host link (PCIe) bandwidth"),
     ("tdp", "power (TDP/TBP)"),
     ("measured", "published achieved/peak ratios"),
+    ("measured_collectives", "published measured collective bus bandwidth (nccl-tests busBw)"),
 )
 _URL = ("http://", "https://")
 # How a structured-sparse peak relates to the dense one, per vendor as the shipped records state it

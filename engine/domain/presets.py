@@ -111,6 +111,11 @@ def device_values(device, precision: str = "bf16") -> dict[str, tuple[object, st
             out["mfu"] = ([(m.low + m.high) / 2, m.low, m.high], f"preset {ident}: measured MFU {m.low:g}..{m.high:g} ({m.workload}) — {m.source}")
         elif m.kind == "memory_bandwidth":
             out["mbu"] = ([(m.low + m.high) / 2, m.low, m.high], f"preset {ident}: measured share of peak memory bandwidth {m.low:g}..{m.high:g} ({m.workload}) — {m.source}")
+    measured = device.measured_bus_bandwidth("allreduce")
+    if measured:  # what the book asks for instead of a discount of the nominal rate (F20): a measured busBw
+        bw, m = measured
+        out["eff_bandwidth"] = (bw, f"preset {ident}: measured all-reduce busBw {m['bus_bandwidth']} ({m['algorithm']}, {m['ranks']} ranks, "
+                                    f"{m['message']} messages, {m['system']}) — {m['source']}; valid for that group size and fabric")
     link = device.interconnect or {}
     if link.get("per_direction"):
         from engine.domain.hardware import quantity

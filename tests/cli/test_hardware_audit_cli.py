@@ -43,10 +43,10 @@ def test_json(root, capsys):
     [row] = data["devices"]
     assert row["id"] == "test-gpu"
     assert row["peaks"] == ["fp32", "tf32", "fp16", "fp8", "fp4", "int8"]
-    assert row["fields"] == ["memory.driver_total", "interconnect", "measured"]  # tdp and host_link are stated
+    assert row["fields"] == ["memory.driver_total", "interconnect", "measured", "measured_collectives"]  # tdp and host_link are stated
     assert row["sources"] == []
     assert row["sparse"] == ["bf16"]
-    assert row["missing"] == 6 + 3
+    assert row["missing"] == 6 + 4
     assert "host_link" in data["audited_fields"]
 
 

@@ -28,10 +28,10 @@ def test_bare_record_lists_every_gap():
     assert a.id == "test-gpu"
     # audited precisions fp32 tf32 bf16 fp16 fp8 fp4 int8, less the stated bf16 and fp8
     assert a.peaks == ("fp32", "tf32", "fp16", "fp4", "int8")
-    assert a.fields == ("memory.driver_total", "interconnect", "host_link", "tdp", "measured")
+    assert a.fields == ("memory.driver_total", "interconnect", "host_link", "tdp", "measured", "measured_collectives")
     assert a.sources == ("sources[1]: no URL", "sources[1]: no year")
     assert a.sparse == ("fp8",)  # bf16 has its 2:4 figure, fp8 has none
-    assert a.count == 5 + 5 + 2
+    assert a.count == 5 + 6 + 2
 
 
 def test_filled_fields_are_not_reported():
@@ -41,7 +41,7 @@ def test_filled_fields_are_not_reported():
     record["tdp"] = {"value": "700W", "source": "test datasheet 2026"}
     record["sources"] = record["sources"][:1]
     a = hardware.audit(record)
-    assert a.fields == ("interconnect", "measured")
+    assert a.fields == ("interconnect", "measured", "measured_collectives")
     assert a.sources == ()
 
 
