@@ -7,8 +7,9 @@ deepseek_v3 runs it unchanged. The model card's Model Summary gives: 61 layers o
 attention hidden 7168, expert hidden 2048, 64 attention heads, 384 experts, 8 selected per token,
 1 shared expert, MLA, SwiGLU, vocabulary "160K". The remaining fields below (MLA ranks as in
 DeepSeek-V3, dense intermediate 18432, vocabulary 163840, untied head, n_group 1, FP8 block
-quantisation) are as third-party copies of the published config.json show them: no official copy
-with a pinned revision was reachable when this was written, so knowledge/models has no Kimi K2 record.
+quantisation) are as third-party copies of the published config.json show them. knowledge/models/
+kimi-k2-instruct.yaml holds the config a third-party inspection of the downloaded checkpoint printed;
+its tensor total, less the FP8 block scales counted by hand, is the count below.
 
 Every expected number is hand arithmetic on this config, written out next to the assertion.
 """
@@ -116,3 +117,21 @@ def test_kimi_k2_variants_the_layout_does_not_count_are_refused(key, value, fiel
     with pytest.raises(InputError) as exc:
         import_config(cfg, "k2")
     assert exc.value.field == field
+
+
+def test_the_checkpoint_inventory_less_its_scales_is_the_count(capsys):
+    """A third-party inspection of the Kimi-K2-Instruct checkpoint counts 1,026,470,731,056 stored elements. FP8
+    E4M3 projections carry one F32 scale per 128 x 128 block (quantization_config weight_block_size), and 61
+    rotary inv_freq buffers of 56 elements are stored too; ceil-divided by 128 per dimension:"""
+    blocks = lambda rows, cols: -(-rows // 128) * -(-cols // 128)  # noqa: E731
+    attention = blocks(1536, 7168) + blocks(12288, 1536) + blocks(576, 7168) + blocks(16384, 512) + blocks(7168, 8192)
+    assert attention == 672 + 1152 + 280 + 512 + 3584 == 6200
+    dense = 2 * blocks(18432, 7168) + blocks(7168, 18432)            # 24192
+    experts = 385 * 60 * (2 * blocks(2048, 7168) + blocks(7168, 2048))  # routed + shared, 60 MoE layers: 62092800
+    scales = 61 * attention + dense + experts
+    assert scales == 62_495_192
+    assert 1_026_470_731_056 - scales - 61 * 56 == TOTAL
+    assert main(["model", "show", "kimi-k2-instruct", "--format", "json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert (shown["computed"]["total"], shown["computed"]["active"]) == (TOTAL, ACTIVE)
+    assert shown["computed"]["reproduces_reference"] is True
