@@ -23,7 +23,7 @@ def add_parsers(verbs, Parser, shared) -> None:
 
     p = verbs.add_parser("state", help="persistent bytes per request by layer kind (KV, MLA latent, recurrent state), and requests per device",
                          formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES,
-                         description="Per layer kind of a model (full attention, sliding-window attention, MLA latent, recurrent state): the layers, "
+                         description="Per layer kind of a model (full attention, sliding-window attention, MLA latent, sparse-attention indexer keys, recurrent state): the layers, "
                                      "the tokens each keeps, and the bytes one request holds at --context tokens (F8, FX70, FX801); with --device, "
                                      "how many such requests fit in the device's memory less the weights.")
     src = p.add_mutually_exclusive_group(required=True)
@@ -120,7 +120,7 @@ def _render(result, fit, fmt: str) -> str:
             data["device"] = fit.__dict__
         return to_json(data)
     rows = [dict(r.__dict__, shown=_gib(r.bytes_per_request)) for r in result.rows]
-    rows.append(dict(kind="total", layers=sum(r.layers for r in result.rows), tokens_held="", bytes_per_request=result.total,
+    rows.append(dict(kind="total", layers=sum(r.layers for r in result.rows if r.kind != "indexer_keys"), tokens_held="", bytes_per_request=result.total,
                      shown=_gib(result.total), formula="FX801"))
     head = f"{result.model.split(':', 1)[-1]}: persistent bytes of one request at {result.context_tokens} tokens (K/V {result.kv_bytes:g} B per element)"
     lines = [f"## {head}" if fmt == "md" else head, "", table(rows, _COLUMNS, "md" if fmt == "md" else "text")]

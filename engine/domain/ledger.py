@@ -122,10 +122,13 @@ class _Pass:
         self.eager = int(attention == "eager")
         self.mla_path = _mla_path(record, mla_path)
         self.p_w, self.p_kv = _size(weight_bytes, "--weight-bytes"), _size(kv_bytes, "--kv-bytes")
-        if str(record["derived"].get("family", "")).startswith("hybrid"):  # engine.domain.model_count.is_hybrid
-            raise InputError("--model", f"{record.get('id', 'this model')} is a hybrid ({record['derived'].get('layer_pattern', '')}): "
-                                        "the forward ledger has no operator template for its recurrent layers yet, so it is "
-                                        "refused rather than counted as full attention; `aiinfra model show` and `aiinfra state` cover it")
+        from engine.domain.model_count import outside_templates
+
+        why = outside_templates(record["derived"])
+        if why:
+            raise InputError("--model", f"{record.get('id', 'this model')} is {why}: the forward ledger has no operator template "
+                                        "for it yet, so it is refused rather than counted as plain attention; `aiinfra model show` "
+                                        "and `aiinfra state` cover it")
         self.tid, self.meta = self.templates.for_family(record["derived"]["family"])
         values, self.notes = bind(record, self.tid, self.meta)
         values.update(_constants(self.meta, self.formulas))

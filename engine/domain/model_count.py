@@ -22,14 +22,16 @@ MISSING_FORMULAS = {
     "router_bias": "FX15/FX16 leave out a router bias (DeepSeek-V3 e_score_correction_bias: experts per MoE layer)",
     "expert_biases": "FX15/FX16 have no expert biases (gpt-oss: experts x (2 expert_ffn + hidden) per MoE layer, top_k of them active; its router bias is router_bias)",
     "attention_sinks": "FX10 has no attention sinks (gpt-oss: one learned logit per query head and layer)",
+    "indexer": "FX10 has no sparse-attention indexer (DeepSeek-V3.2: wq_b, wk, k_norm and weights_proj per layer)",
 }
 
 # The record that counts each term, and the symbol FX879/FX880 take it as.
 EXTRA_FORMULAS = {"attention_biases": "FX870", "mlp_biases": "FX871", "norm_biases": "FX872", "extra_norms": "FX873",
-                  "position_embeddings": "FX874", "router_bias": "FX875", "expert_biases": "FX876", "attention_sinks": "FX878"}
+                  "position_embeddings": "FX874", "router_bias": "FX875", "expert_biases": "FX876", "attention_sinks": "FX878",
+                  "indexer": "FX887"}
 _SYMBOL = {"attention_biases": "attn_bias_params", "mlp_biases": "mlp_bias_params", "norm_biases": "norm_bias_params",
            "extra_norms": "extra_norm_params", "position_embeddings": "position_embedding_params", "router_bias": "router_bias_params",
-           "expert_biases": "expert_bias_params", "attention_sinks": "attention_sink_params"}
+           "expert_biases": "expert_bias_params", "attention_sinks": "attention_sink_params", "indexer": "indexer_params"}
 
 
 def parameter_count(record: dict, root=None) -> dict:
@@ -126,6 +128,18 @@ def is_hybrid(derived: dict) -> bool:
     return str(derived.get("family", "")).startswith("hybrid")
 
 
+def outside_templates(derived: dict) -> str:
+    """Why the calculators' formulas and the forward ledger's templates cannot size this model, or "" when they can:
+    a hybrid (recurrent layers beside attention) or DeepSeek Sparse Attention (indexer keys beside the latent,
+    attention over the top-k cached tokens only)."""
+    if is_hybrid(derived):
+        return f"a hybrid ({derived.get('layer_pattern', 'recurrent and attention layers')})"
+    if derived.get("sparse_attention"):
+        return (f"DeepSeek Sparse Attention (an indexer key cache beside the MLA latent, attention over the top "
+                f"{derived['sparse_attention']['index_topk']} cached tokens)")
+    return ""
+
+
 def formula_module(root=None):
     """The compiled formulas of ``root``, or the shipped ones when ``root`` has no formulas/ folder."""
     import os
@@ -202,6 +216,10 @@ def _extras(ev: _Evaluator, shape: _Shape, d: dict) -> tuple[dict, dict]:
         active["expert_bias_active_params"] = ev("FX877", top_k=moe["experts_per_token"], **expert)
     if d.get("attention_sinks"):
         out["attention_sinks"] = active["attention_sink_params"] = ev("FX878", layers=shape.layers, heads=shape.heads)
+    dsa = d.get("sparse_attention")
+    if dsa:  # every token runs every layer's indexer: active too
+        out["indexer"] = active["indexer_params"] = ev("FX887", layers=shape.layers, q_lora_rank=d["mla"]["q_lora_rank"], hidden=shape.hidden,
+                                                       index_heads=dsa["index_heads"], index_head_dim=dsa["index_head_dim"])
     return out, active
 
 

@@ -28,6 +28,10 @@ def derive(cfg: dict, layout: Layout) -> dict:
         derived["moe"] = moe
     if layout.mla:
         derived["mla"] = {k: cfg.get(k) for k in ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")}
+    if layout.sparse == "dsa":
+        derived["sparse_attention"] = {"kind": "dsa", "index_heads": _positive(cfg, "index_n_heads", required=True),
+                                       "index_head_dim": _positive(cfg, "index_head_dim", required=True),
+                                       "index_topk": _positive(cfg, "index_topk", required=True)}
     if layout.sinks:
         derived["attention_sinks"] = True
     if layout.linear:

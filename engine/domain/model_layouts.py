@@ -8,7 +8,7 @@ anything else is refused with its name.
 from __future__ import annotations
 
 from engine.core.errors import InputError
-from engine.core.record import dataclass, field
+from engine.core.record import dataclass, field, replace
 
 # ---------------------------------------------------------------------------------------- keys
 # Keys that do not change the architecture: numerics, training-only settings, token ids,
@@ -75,6 +75,7 @@ class Layout:
     sinks: bool = False                         # one learned attention-sink logit per head and layer (gpt-oss)
     expert_bias: bool = False                   # biases on every expert projection (gpt-oss)
     linear: str = ""                            # "" | gated_deltanet | mamba2: recurrent layers between full-attention ones
+    sparse: str = ""                            # "" | dsa: DeepSeek Sparse Attention (a lightning indexer picks top-k cached tokens)
     keys: frozenset = frozenset()               # type-specific keys this layout reads
     defaults: dict = field(default_factory=dict)  # key -> (value, where the default comes from)
     fixed: dict = field(default_factory=dict)   # key -> the only value the importer understands
@@ -164,6 +165,9 @@ LAYOUTS["nemotron_h"] = Layout(
 # configuration_deepseek.py) under its own model_type so engines can tell the two apart; its deploy guide says
 # renaming model_type to deepseek_v3 runs it unchanged. Same layout, same checks.
 LAYOUTS["kimi_k2"] = LAYOUTS["deepseek_v3"]
+# DeepSeek-V3.2: the DeepSeek-V3 layout plus one lightning indexer per layer (DeepSeek Sparse Attention)
+LAYOUTS["deepseek_v32"] = replace(LAYOUTS["deepseek_v3"], sparse="dsa",
+                                  keys=LAYOUTS["deepseek_v3"].keys | {"index_topk", "index_n_heads", "index_head_dim"})
 
 # Multimodal wrappers: the language model is text_config; what model_type it has when unstated.
 WRAPPERS = {"gemma3": "gemma3_text"}
@@ -186,7 +190,7 @@ MAMBA = ("a Mamba (state-space) model outside the nemotron_h layout (Jamba, Mamb
          "state cache instead of attention")
 KDA = ("Kimi Delta Attention (KDA) hybrid linear attention (Kimi Linear): recurrent layers with a persistent state, "
        "interleaved with MLA layers")
-DSA = ("DeepSeek Sparse Attention (DeepSeek-V3.2): a lightning indexer with its own weights that picks the top-k "
+DSA = ("DeepSeek Sparse Attention outside the deepseek_v32 layout: a lightning indexer with its own weights that picks the top-k "
        "cached tokens each query attends to")
 UNCOUNTED_KEYS = {
     "linear_num_key_heads": GATED_DELTANET, "linear_num_value_heads": GATED_DELTANET, "linear_key_head_dim": GATED_DELTANET,
@@ -199,9 +203,8 @@ UNCOUNTED_KEYS = {
 UNCOUNTED_LAYER_TYPES = {"linear_attention": GATED_DELTANET}
 UNCOUNTED_MODEL_TYPES = {
     "kimi_linear": KDA, "mamba": MAMBA, "mamba2": MAMBA, "jamba": MAMBA,
-    "deepseek_v32": DSA,
 }
 UNCOUNTED_CLASSES = {
     "KimiLinearForCausalLM": KDA,
-    "MambaForCausalLM": MAMBA, "Mamba2ForCausalLM": MAMBA, "JambaForCausalLM": MAMBA, "DeepseekV32ForCausalLM": DSA,
+    "MambaForCausalLM": MAMBA, "Mamba2ForCausalLM": MAMBA, "JambaForCausalLM": MAMBA,
 }

@@ -28,6 +28,7 @@ from engine.domain.model_count import (  # noqa: F401
     formula_module,
     is_hybrid,
     kv_bytes_per_token,
+    outside_templates,
     parameter_count,
 )
 from engine.domain.model_derive import derive  # noqa: F401

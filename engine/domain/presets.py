@@ -32,11 +32,11 @@ def model_values(record: dict, root) -> dict[str, tuple[object, str]]:
         if value is not None:
             out[symbol] = (value, f"preset {ident}: {key} ({where})")
 
-    if models.is_hybrid(d):
-        raise InputError("--model", f"{ident} is a hybrid ({d.get('layer_pattern', 'linear and full attention')}): the calculators' "
-                                    "formulas hold one kind of attention layer, so it is refused here rather than sized as "
-                                    f"{cfg['num_hidden_layers']} K/V layers; `aiinfra state --model {ident.split(':', 1)[1]}` gives its "
-                                    "bytes per request and capacity")
+    why = models.outside_templates(d)
+    if why:
+        raise InputError("--model", f"{ident} is {why}: the calculators' formulas hold one kind of attention layer with a full "
+                                    "K/V cache, so it is refused here rather than mis-sized; "
+                                    f"`aiinfra state --model {ident.split(':', 1)[1]}` gives its bytes per request and capacity")
     shape = models._Shape(cfg, d)
     put("layers", shape.layers, "config num_hidden_layers")
     put("hidden", shape.hidden, "config hidden_size")

@@ -58,17 +58,21 @@ def request_state(record: dict, context_tokens: int, kv_bytes: float = 2, root=N
     windowed, span = window.get("windowed_layers", 0), window.get("window", context_tokens)
     kv_request = ev("FX70", kv_bytes_per_token=per_token, layers=layers, window_layers=windowed,
                     context_tokens=context_tokens, sliding_window=span)
-    total = ev("FX801", kv_bytes_per_request=kv_request, recurrent_layers=0, recurrent_state_bytes_per_layer=0)
+    dsa = d.get("sparse_attention")
+    index_keys = ev("FX888", layers=layers, index_head_dim=dsa["index_head_dim"]) * context_tokens if dsa else 0  # FP8 keys + scales
+    total = ev("FX801", kv_bytes_per_request=kv_request + index_keys, recurrent_layers=0, recurrent_state_bytes_per_layer=0)
     per_layer_token = per_token // layers
     held = min(context_tokens, span)
     full_kind = "mla_latent" if d["attention"] == "mla" else "full_attention"
     rows = [LayerKind(full_kind, layers - windowed, context_tokens, (layers - windowed) * per_layer_token * context_tokens, "F8")]
     if windowed:
         rows.append(LayerKind("sliding_attention", windowed, held, windowed * per_layer_token * held, "FX70"))
+    if dsa:
+        rows.append(LayerKind("indexer_keys", layers, context_tokens, index_keys, "FX888"))
     rows = tuple(r for r in rows if r.layers)
     if sum(r.bytes_per_request for r in rows) != total:  # the rows are a second reading of FX70
         raise AssertionError(f"{record['id']}: rows sum to {sum(r.bytes_per_request for r in rows)}, FX70/FX801 give {total}")
-    return RequestState(record["id"], context_tokens, kv_bytes, rows, total, ("F8", "FX70", "FX801"))
+    return RequestState(record["id"], context_tokens, kv_bytes, rows, total, ("F8", "FX70") + (("FX888",) if dsa else ()) + ("FX801",))
 
 
 @dataclass(frozen=True)

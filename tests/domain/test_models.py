@@ -193,9 +193,10 @@ def test_unknown_key_is_refused_by_name(models):
 
 
 def test_unknown_attention_variant_is_refused(models):
-    # DeepSeek-V3.2's sparse-attention indexer (index_topk) is refused by name (tests/domain/test_arch_refusals.py)
+    # a sparse-attention indexer (index_topk) under model_type deepseek_v3 is refused by name: only the deepseek_v32
+    # layout counts one (tests/domain/test_arch_refusals.py, test_deepseek_v32.py)
     cfg = dict(record(models, "deepseek-v3")["config"], index_topk=2048)
-    assert refusal(cfg).startswith("index_topk: is present and shows DeepSeek Sparse Attention (DeepSeek-V3.2)")
+    assert refusal(cfg).startswith("index_topk: is present and shows DeepSeek Sparse Attention outside the deepseek_v32 layout")
     cfg = dict(record(models, "llama-3.1-8b")["config"], kv_lora_rank=512)
     assert refusal(cfg) == ("kv_lora_rank: is not used by model_type 'llama': the config describes an attention, "
                             "MoE or layer variant the importer does not understand")
@@ -216,7 +217,7 @@ def test_unknown_model_type_with_moe_keys_is_not_taken_for_dense():
 
 
 def test_unknown_model_type_is_refused():
-    assert refusal({"model_type": "fancy", "hidden_size": 768}).startswith("model_type: 'fancy' is not a known architecture (known: deepseek_v3, falcon,")
+    assert refusal({"model_type": "fancy", "hidden_size": 768}).startswith("model_type: 'fancy' is not a known architecture (known: deepseek_v3, deepseek_v32, falcon,")
     # a state-space model is refused as what it is (tests/domain/test_arch_refusals.py)
     assert refusal({"model_type": "mamba", "hidden_size": 768}).startswith("model_type: 'mamba' shows a Mamba (state-space) model")
 

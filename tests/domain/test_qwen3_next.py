@@ -113,7 +113,7 @@ def test_shipped_record_and_cli(capsys, tmp_path):
     assert main(["calc", "kv-concurrency", "--model", "qwen3-next-80b-a3b", "--device", "h100-sxm"]) == 2
     assert "is a hybrid" in capsys.readouterr().err
     assert main(["forward", "--model", "qwen3-next-80b-a3b", "--tokens", "8"]) == 2
-    assert "no operator template for its recurrent layers" in capsys.readouterr().err
+    assert "the forward ledger has no operator template for it yet" in capsys.readouterr().err
     path = tmp_path / "config.json"
     path.write_text(json.dumps(CONFIG))
     assert main(["model", "import", str(path), "--id", "q", "--params", str(LANGUAGE_MODEL), "--out", str(tmp_path)]) == 0

@@ -1,0 +1,68 @@
+"""DeepSeek-V3.2 as a model record: DeepSeek-V3 plus one lightning indexer per layer (DeepSeek Sparse Attention).
+
+The config is the raw config.json a third-party inspection of the downloaded checkpoint prints (its indexer
+fields agree with DeepSeek-V3.2-Exp's inference/config_671B_v3.2.json). That inspection counts 685,396,921,376
+stored elements including the multi-token-prediction layer and the FP8 block scales; the parts are reconciled
+by hand below from the tensor shapes it lists (indexer wq_b [8192, 1536], wk [128, 7168], k_norm weight and
+bias [128], weights_proj [64, 7168] in each of the 62 stored layers).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.core.errors import InputError
+from engine.core.paths import shipped_root
+from engine.domain import state
+from engine.domain.models import import_config, load_models, parameter_count
+from engine.domain.presets import model_values
+
+INDEXER = 8192 * 1536 + 128 * 7168 + 2 * 128 + 64 * 7168     # 13,959,424 per layer
+DEEPSEEK_V3 = 671_026_419_200                                # knowledge/models/deepseek-v3.yaml (Hub safetensors metadata)
+V3_MTP, V3_SCALES = 13_463_426_304, 41_540_496               # the same record's outside-the-LM parts
+STORED = 685_396_921_376
+
+
+@pytest.fixture(scope="module")
+def record():
+    return load_models(shipped_root())["model:deepseek-v3.2"]
+
+
+def test_the_checkpoint_total_is_reconciled_exactly(record):
+    mtp = V3_MTP + INDEXER                                   # layer 61 carries an indexer too
+    scales = V3_SCALES + 62 * (64 * 12 + 1 * 56)             # wq_b and wk scale tensors of 62 indexers
+    language_model = DEEPSEEK_V3 + 61 * INDEXER
+    assert (INDEXER, mtp, scales) == (13_959_424, 13_477_385_728, 41_591_584)
+    assert language_model + mtp + scales == STORED
+    counted = parameter_count(record)
+    assert counted["total"] == language_model == 671_877_944_064
+    assert counted["extras"]["indexer"] == 61 * INDEXER and counted["extra_formulas"]["indexer"] == "FX887"
+
+
+def test_every_token_runs_the_indexers(record):
+    v3 = load_models(shipped_root())["model:deepseek-v3"]
+    assert parameter_count(record)["active"] == parameter_count(v3)["active"] + 61 * INDEXER
+
+
+def test_state_adds_the_indexer_key_cache(record):
+    # MLA latent 61 x 576 x 2 B = 70272 B per token; indexer keys 61 x (128 FP8 + 4-byte scale per 128) = 8052 B
+    result = state.request_state(record, 131072)
+    rows = {r.kind: r.bytes_per_request for r in result.rows}
+    assert rows == {"mla_latent": 70272 * 131072, "indexer_keys": 8052 * 131072}
+    assert result.total == (70272 + 8052) * 131072 and "FX888" in result.formulas
+
+
+def test_sizing_tools_refuse_sparse_attention_by_name(record):
+    with pytest.raises(InputError) as info:
+        model_values(record, None)
+    assert "DeepSeek Sparse Attention (an indexer key cache beside the MLA latent, attention over the top 2048" in info.value.message
+
+
+def test_import_from_the_config(record):
+    cfg = dict(record["config"])
+    again = import_config(json.loads(json.dumps(cfg)), "x", params=671_877_944_064)
+    assert again["derived"]["sparse_attention"] == {"kind": "dsa", "index_heads": 64, "index_head_dim": 128, "index_topk": 2048}
+    with pytest.raises(InputError, match="index_n_heads: expected a whole number >= 1"):
+        import_config({k: v for k, v in cfg.items() if k != "index_n_heads"}, "x")
