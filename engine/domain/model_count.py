@@ -45,7 +45,7 @@ def parameter_count(record: dict, root=None) -> dict:
     shape = _Shape(cfg, d)
     ev = _Evaluator(module)
     if d.get("linear_attention"):
-        return _hybrid_count(record, shape, ev)
+        return (_kda_count if d["linear_attention"]["kind"] == "kda" else _hybrid_count)(record, shape, ev)
     if d.get("mamba"):
         return _mamba_count(record, shape, ev)
     attn = ev("FX10", attention=d["attention"], hidden=shape.hidden, heads=shape.heads, kv_heads=shape.kv_heads, head_dim=d["head_dim"], **shape.mla)
@@ -101,6 +101,33 @@ def _hybrid_count(record: dict, shape: _Shape, ev: _Evaluator) -> dict:
              "mlp": shape.layers * (moe_all + shape.hidden), "norms": 2 * shape.layers * shape.hidden + shape.hidden, "embeddings": emb}
     if sum(parts.values()) != total:  # the parts are a second reading of FX883's terms
         raise AssertionError(f"{record['id']}: parts sum to {sum(parts.values())}, FX883 gives {total}")
+    return {"total": total, "active": active, "parts": parts, "extras": {}, "formulas": ev.used, "extra_formulas": {}, "missing_formulas": {}}
+
+
+def _kda_count(record: dict, shape: _Shape, ev: _Evaluator) -> dict:
+    """Kimi Linear: KDA (FX889) and uncompressed-query MLA (FX890) layers over dense (FX11) and MoE (FX15/FX16) blocks, FX891/FX892."""
+    cfg, d = record["config"], record["derived"]
+    lin, moe, mla = d["linear_attention"], d["moe"], d["mla"]
+    kda = ev("FX889", hidden=shape.hidden, kda_heads=lin["key_heads"], kda_head_dim=lin["key_head_dim"], conv_kernel=lin["conv_kernel"])
+    attn = ev("FX890", hidden=shape.hidden, heads=shape.heads, qk_nope_head_dim=mla["qk_nope_head_dim"], qk_rope_head_dim=mla["qk_rope_head_dim"],
+              kv_lora_rank=mla["kv_lora_rank"], v_head_dim=mla["v_head_dim"])
+    dense = ev("FX11", mlp_gating=d["mlp"], hidden=shape.hidden, ffn_hidden=d["ffn_hidden"]) if moe.get("dense_first_layers") else 0
+    emb = ev("FX14", tie_embeddings="tied" if cfg.get("tie_word_embeddings", True) else "untied", vocab_size=cfg["vocab_size"], hidden=shape.hidden)
+    experts = {"n_experts": moe["experts"], "n_shared_experts": moe.get("shared_experts", 0), "hidden": shape.hidden,
+               "moe_ffn_hidden": moe["expert_intermediate_size"]}
+    moe_all = ev("FX15", **experts)
+    moe_active = ev("FX16", top_k=moe["experts_per_token"], **experts)
+    common = {"layers": shape.layers, "attention_layers": d["attention_layers"], "kda_params_per_layer": kda,
+              "mla_full_q_params_per_layer": attn, "n_dense_layers": moe.get("dense_first_layers", 0), "mlp_params_per_layer": dense or 1,
+              "n_experts": moe["experts"], "embedding_params": emb, "hidden": shape.hidden}
+    total = ev("FX891", moe_mlp_params_per_layer=moe_all, **common)
+    active = ev("FX892", moe_mlp_active_params_per_layer=moe_active, **common)
+    moe_layers = shape.layers - moe.get("dense_first_layers", 0)
+    parts = {"attention": d["attention_layers"] * attn, "linear_attention": lin["layers"] * kda,
+             "mlp": moe.get("dense_first_layers", 0) * dense + moe_layers * moe_all, "router_bias": moe_layers * moe["experts"],
+             "norms": 2 * shape.layers * shape.hidden + shape.hidden, "embeddings": emb}
+    if sum(parts.values()) != total:  # the parts are a second reading of FX891's terms
+        raise AssertionError(f"{record['id']}: parts sum to {sum(parts.values())}, FX891 gives {total}")
     return {"total": total, "active": active, "parts": parts, "extras": {}, "formulas": ev.used, "extra_formulas": {}, "missing_formulas": {}}
 
 

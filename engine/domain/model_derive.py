@@ -14,7 +14,7 @@ def derive(cfg: dict, layout: Layout) -> dict:
         raise InputError(layout.act_key, f"{activation!r} is not an activation the importer knows ({', '.join(sorted(ACTIVATIONS))})")
     attention, head_dim, stated = _attention(cfg, layout)
     moe = _moe(cfg, layout)
-    family = ("mla_moe" if layout.mla else "hybrid_moe" if layout.linear else "moe") if moe else ("hybrid" if layout.linear else "dense")
+    family = ("hybrid_moe" if layout.linear else "mla_moe" if layout.mla else "moe") if moe else ("hybrid" if layout.linear else "dense")
     derived = {"family": family, "attention": attention, "mlp": layout.mlp,
                "activation": activation, "norm": layout.norm, "qk_norm": layout.qk_norm}
     derived.update(_biases(cfg, layout))
@@ -35,7 +35,7 @@ def derive(cfg: dict, layout: Layout) -> dict:
     if layout.sinks:
         derived["attention_sinks"] = True
     if layout.linear:
-        derived.update(_linear(cfg) if layout.linear == "gated_deltanet" else _mamba(cfg))
+        derived.update({"gated_deltanet": _linear, "mamba2": _mamba, "kda": _kda}[layout.linear](cfg))
         return derived
     _no_window_with_mla(cfg, layout)
     window = _window(cfg, layout)
@@ -49,6 +49,8 @@ def _attention(cfg: dict, layout: Layout) -> tuple[str, int, bool]:
     if layout.mla:
         for key in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
             _positive(cfg, key, required=True)
+        if cfg.get("q_lora_rank") is None and layout.linear == "kda":  # Kimi Linear's MLA: queries from h directly (FX890)
+            return "mla", cfg["qk_nope_head_dim"] + cfg["qk_rope_head_dim"], False
         if cfg.get("q_lora_rank") is None:
             raise InputError("q_lora_rank", "null (MLA without query compression, e.g. DeepSeek-V2-Lite) is a variant FX10 does not cover")
         _positive(cfg, "q_lora_rank", required=True)
@@ -85,7 +87,7 @@ def _biases(cfg: dict, layout: Layout) -> dict:
 def _position(cfg: dict, layout: Layout) -> dict:
     if cfg.get("alibi"):
         return {"position": "alibi"}
-    if layout.position == "none":
+    if layout.position == "none" or cfg.get("mla_use_nope"):  # Kimi Linear's MLA layers apply no rotary embedding
         return {"position": "none"}
     if layout.position == "learned":
         if cfg.get("word_embed_proj_dim", cfg["hidden_size"]) != cfg["hidden_size"]:
@@ -99,8 +101,10 @@ def _moe(cfg: dict, layout: Layout) -> dict:
         return {}
     experts_key, size_key = {"qwen3_moe": ("num_experts", "moe_intermediate_size"), "mixtral": ("num_local_experts", "intermediate_size"),
                              "deepseek_v3": ("n_routed_experts", "moe_intermediate_size"), "qwen3_next": ("num_experts", "moe_intermediate_size"),
+                             "kimi_linear": ("num_experts", "moe_intermediate_size"),
                              "gpt_oss": ("num_local_experts", "intermediate_size")}[layout.moe]
-    moe = {"experts": _positive(cfg, experts_key, required=True), "experts_per_token": _positive(cfg, "num_experts_per_tok", required=True),
+    top_k_key = "num_experts_per_token" if layout.moe == "kimi_linear" else "num_experts_per_tok"
+    moe = {"experts": _positive(cfg, experts_key, required=True), "experts_per_token": _positive(cfg, top_k_key, required=True),
            "expert_intermediate_size": _positive(cfg, size_key, required=True)}
     if moe["experts_per_token"] > moe["experts"]:
         raise InputError("num_experts_per_tok", f"{moe['experts_per_token']} is more than the {moe['experts']} experts")
@@ -110,6 +114,11 @@ def _moe(cfg: dict, layout: Layout) -> dict:
         grouped = (cfg.get("n_group") or 1) > 1
         moe["routing"] = "sigmoid_topk_grouped" if grouped else "sigmoid_topk"
         moe["router_bias"] = True  # noaux_tc routing (the only topk_method accepted) adds e_score_correction_bias
+    elif layout.moe == "kimi_linear":
+        moe["shared_experts"] = cfg.get("num_shared_experts") or 0
+        moe["dense_first_layers"] = cfg.get("first_k_dense_replace") or 0
+        moe["routing"] = "sigmoid_topk_grouped" if (cfg.get("num_expert_group") or 1) > 1 else "sigmoid_topk"
+        moe["router_bias"] = True  # the checkpoint's gate.e_score_correction_bias, one per routed expert
     elif layout.moe == "qwen3_next":
         moe.update(_gated_shared_expert(cfg, moe["expert_intermediate_size"]))
         moe["dense_first_layers"] = 0
@@ -174,6 +183,30 @@ def _mamba(cfg: dict) -> dict:
     return {"attention_layers": counts["attention"], "mlp_layers": counts["mlp"], "norms_per_layer": 1,
             "mamba": {"layers": counts["mamba"], **shape},
             "layer_pattern": f"{counts['mamba']} Mamba-2 : {counts['attention']} attention : {counts['mlp']} MLP blocks (hybrid_override_pattern)"}
+
+
+def _kda(cfg: dict) -> dict:
+    """Kimi Linear's layer kinds from linear_attn_config (1-based full_attn_layers and kda_layers) and its KDA shape."""
+    layers, lin = cfg["num_hidden_layers"], cfg.get("linear_attn_config")
+    if not isinstance(lin, dict):
+        raise InputError("linear_attn_config", "expected a JSON object (full_attn_layers, kda_layers, num_heads, head_dim, short_conv_kernel_size)")
+    full, kda = lin.get("full_attn_layers"), lin.get("kda_layers")
+    if not (isinstance(full, list) and isinstance(kda, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in full + kda)):
+        raise InputError("linear_attn_config", "expected full_attn_layers and kda_layers as lists of layer numbers")
+    if sorted(full + kda) != list(range(1, layers + 1)):
+        raise InputError("linear_attn_config", f"full_attn_layers and kda_layers must number the layers 1..{layers} once each")
+    if not full or not kda:
+        raise InputError("linear_attn_config", "a hybrid needs both MLA and KDA layers")
+    shape = {}
+    for key, name in (("heads", "num_heads"), ("head_dim", "head_dim"), ("conv_kernel", "short_conv_kernel_size")):
+        value = lin.get(name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise InputError(f"linear_attn_config.{name}", f"expected a whole number >= 1, got {value!r}")
+        shape[key] = value
+    return {"attention_layers": len(full), "linear_attention": {"kind": "kda", "layers": len(kda), "key_heads": shape["heads"],
+            "value_heads": shape["heads"], "key_head_dim": shape["head_dim"], "value_head_dim": shape["head_dim"],
+            "conv_kernel": shape["conv_kernel"]},
+            "layer_pattern": f"{len(kda)} KDA : {len(full)} MLA (linear_attn_config)"}
 
 
 def _no_window_with_mla(cfg: dict, layout: Layout) -> None:

@@ -74,7 +74,7 @@ class Layout:
     window: str = "none"                        # none | mistral | qwen | gemma3 | layer_types (the list is required)
     sinks: bool = False                         # one learned attention-sink logit per head and layer (gpt-oss)
     expert_bias: bool = False                   # biases on every expert projection (gpt-oss)
-    linear: str = ""                            # "" | gated_deltanet | mamba2: recurrent layers between full-attention ones
+    linear: str = ""                            # "" | gated_deltanet | mamba2 | kda: recurrent layers between full-attention ones
     sparse: str = ""                            # "" | dsa: DeepSeek Sparse Attention (a lightning indexer picks top-k cached tokens)
     keys: frozenset = frozenset()               # type-specific keys this layout reads
     defaults: dict = field(default_factory=dict)  # key -> (value, where the default comes from)
@@ -161,6 +161,18 @@ LAYOUTS["nemotron_h"] = Layout(
     fixed={"attention_bias": False, "mlp_bias": False, "use_bias": False, "mamba_proj_bias": False, "use_conv_bias": True,
            "sliding_window": None})
 
+# Kimi Linear: Kimi Delta Attention layers with MLA (queries not compressed) at linear_attn_config.full_attn_layers
+# (1-based), a dense first layer and MoE layers with one shared expert and a selection bias (its configuration_kimi.py
+# and the checkpoint's tensors)
+LAYOUTS["kimi_linear"] = Layout(
+    "gated", mla=True, mlp_bias="none", moe="kimi_linear", linear="kda",
+    keys=frozenset({"hidden_act", "linear_attn_config", "kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+                    "v_head_dim", "mla_use_nope", "num_experts", "num_experts_per_token", "moe_intermediate_size", "num_shared_experts",
+                    "first_k_dense_replace", "moe_layer_freq", "moe_renormalize", "moe_router_activation_func", "num_expert_group",
+                    "topk_group", "use_grouped_topk", "model_max_length", "head_dim"}),
+    defaults=_defaults("KimiLinearConfig", hidden_act="silu", moe_layer_freq=1),
+    fixed={"moe_layer_freq": 1, "q_lora_rank": None, "moe_router_activation_func": "sigmoid"})
+
 # Kimi K2 (moonshotai/Kimi-K2-*): the DeepSeek-V3 architecture (architectures DeepseekV3ForCausalLM, its
 # configuration_deepseek.py) under its own model_type so engines can tell the two apart; its deploy guide says
 # renaming model_type to deepseek_v3 runs it unchanged. Same layout, same checks.
@@ -188,7 +200,7 @@ GATED_DELTANET = ("Gated DeltaNet hybrid linear attention outside the qwen3_next
                   "state instead of a K/V cache, interleaved with full-attention layers")
 MAMBA = ("a Mamba (state-space) model outside the nemotron_h layout (Jamba, Mamba, Mamba-2): SSM layers with a persistent convolution and "
          "state cache instead of attention")
-KDA = ("Kimi Delta Attention (KDA) hybrid linear attention (Kimi Linear): recurrent layers with a persistent state, "
+KDA = ("Kimi Delta Attention (KDA) hybrid linear attention outside the kimi_linear layout: recurrent layers with a persistent state, "
        "interleaved with MLA layers")
 DSA = ("DeepSeek Sparse Attention outside the deepseek_v32 layout: a lightning indexer with its own weights that picks the top-k "
        "cached tokens each query attends to")
@@ -202,9 +214,9 @@ UNCOUNTED_KEYS = {
 }
 UNCOUNTED_LAYER_TYPES = {"linear_attention": GATED_DELTANET}
 UNCOUNTED_MODEL_TYPES = {
-    "kimi_linear": KDA, "mamba": MAMBA, "mamba2": MAMBA, "jamba": MAMBA,
+    "mamba": MAMBA, "mamba2": MAMBA, "jamba": MAMBA,
 }
 UNCOUNTED_CLASSES = {
-    "KimiLinearForCausalLM": KDA,
+
     "MambaForCausalLM": MAMBA, "Mamba2ForCausalLM": MAMBA, "JambaForCausalLM": MAMBA,
 }

@@ -48,7 +48,10 @@ def request_state(record: dict, context_tokens: int, kv_bytes: float = 2, root=N
     if not kv_bytes > 0:
         raise InputError("--kv-bytes", f"expected a positive number of bytes per cached element, got {kv_bytes!r}")
     cfg, d = record["config"], record["derived"]
-    if d.get("linear_attention") or d.get("mamba"):  # a hybrid: K/V in its attention layers, a fixed state in the others (FX800)
+    lin = d.get("linear_attention") or {}
+    if lin.get("kind") == "kda":  # Kimi Linear: the MLA latent in its attention layers, a KDA state (FX800's shape) in the others
+        return _kda_state(record, context_tokens, kv_bytes, state_bytes, root)
+    if lin or d.get("mamba"):  # a hybrid: K/V in its attention layers, a fixed state in the others (FX800)
         result = hybrid_state(cfg, context_tokens, kv_bytes, state_bytes, root)
         return RequestState(record["id"], result.context_tokens, result.kv_bytes, result.rows, result.total, result.formulas)
     layers = cfg["num_hidden_layers"]
@@ -73,6 +76,20 @@ def request_state(record: dict, context_tokens: int, kv_bytes: float = 2, root=N
     if sum(r.bytes_per_request for r in rows) != total:  # the rows are a second reading of FX70
         raise AssertionError(f"{record['id']}: rows sum to {sum(r.bytes_per_request for r in rows)}, FX70/FX801 give {total}")
     return RequestState(record["id"], context_tokens, kv_bytes, rows, total, ("F8", "FX70") + (("FX888",) if dsa else ()) + ("FX801",))
+
+
+def _kda_state(record: dict, context_tokens: int, kv_bytes: float, state_bytes: float, root) -> RequestState:
+    from engine.domain.model_count import _Evaluator, formula_module, kv_bytes_per_token
+
+    ev, d = _Evaluator(formula_module(root)), record["derived"]
+    lin, attn = d["linear_attention"], d["attention_layers"]
+    latent = kv_bytes_per_token(record, root, kv_bytes) * context_tokens       # F8 (mla) over the attention layers only
+    per_layer = ev("FX800", recurrent_kind="gated_deltanet", linear_v_heads=lin["value_heads"], linear_k_heads=lin["key_heads"],
+                   linear_k_head_dim=lin["key_head_dim"], linear_v_head_dim=lin["value_head_dim"], conv_kernel=lin["conv_kernel"],
+                   state_bytes=state_bytes)
+    total = ev("FX801", kv_bytes_per_request=latent, recurrent_layers=lin["layers"], recurrent_state_bytes_per_layer=per_layer)
+    rows = (LayerKind("mla_latent", attn, context_tokens, latent, "F8"), LayerKind("recurrent", lin["layers"], 0, lin["layers"] * per_layer, "FX800"))
+    return RequestState(record["id"], context_tokens, kv_bytes, rows, total, ("F8", "FX800", "FX801"))
 
 
 @dataclass(frozen=True)

@@ -78,7 +78,8 @@ def shipped() -> dict:
 
 @pytest.mark.parametrize(("cfg", "field", "arch"), [
     (QWEN3_5_TEXT, "linear_num_key_heads", "Gated DeltaNet hybrid linear attention outside the qwen3_next layout (Qwen3.5)"),
-    (KIMI_LINEAR, "linear_attn_config", "Kimi Delta Attention (KDA) hybrid linear attention (Kimi Linear)"),
+    ({**KIMI_LINEAR, "model_type": "deepseek_v3"}, "linear_attn_config",
+     "Kimi Delta Attention (KDA) hybrid linear attention outside the kimi_linear layout"),
     (JAMBA, "mamba_d_state", "a Mamba (state-space) model outside the nemotron_h layout (Jamba, Mamba, Mamba-2)"),
     (DEEPSEEK_V32, "index_topk", "DeepSeek Sparse Attention outside the deepseek_v32 layout"),
 ], ids=["qwen3.5-text", "kimi-linear", "jamba", "deepseek-v3.2"])
@@ -101,8 +102,8 @@ def test_a_known_model_type_does_not_hide_a_state_space_layer(shipped):
 
 
 def test_model_type_and_class_name_alone_are_refused():
-    assert refusal({"model_type": "kimi_linear", "hidden_size": 2304}).startswith(
-        "model_type: 'kimi_linear' shows Kimi Delta Attention (KDA) hybrid linear attention (Kimi Linear)")
+    assert refusal({"model_type": "mamba2", "hidden_size": 2560}).startswith(
+        "model_type: 'mamba2' shows a Mamba (state-space) model outside the nemotron_h layout")
     assert refusal({"architectures": ["JambaForCausalLM"], "model_type": "x"}).startswith(
         "architectures: 'JambaForCausalLM' shows a Mamba (state-space) model")
 
