@@ -132,6 +132,19 @@ def test_process_pool_equals_serial():
     assert pool.executor == "process"
 
 
+def test_dask_two_local_workers_equal_serial():
+    """plan serve on a local Dask cluster of 2 worker processes over loopback (started and stopped by the
+    executor): the tiles reduced on the workers merge to exactly the serial answer."""
+    pytest.importorskip("distributed")
+    args = dict(ARGS, demand=30_000)
+    serial = plan_serve(".", "llama-3.1-8b", "h100-sxm", tile_size=37, **args)
+    found = plan_serve(".", "llama-3.1-8b", "h100-sxm", executor="dask", workers=2, tile_size=37, **args)
+    assert found.tiles == serial.tiles > 5 and found.executor == "dask"
+    _same(serial, found)
+    assert (found.pruned_bound, found.pruned_tree, found.tree_leaves, found.points, found.rows) == \
+           (serial.pruned_bound, serial.pruned_tree, serial.tree_leaves, serial.points, serial.rows)
+
+
 def test_moe_searches_expert_parallel_groups():
     r = plan_serve(".", "mixtral-8x7b", "h100-sxm", prompt=1024, output=256, ttft=1.0, tpot=0.05, qps=10, max_batch=32, prune="none")
     assert {x["ep"] for x in r.rows} > {1}  # EP 2, 4, 8 divide Mixtral's 8 experts (config.json num_local_experts 8)
