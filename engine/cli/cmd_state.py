@@ -126,5 +126,5 @@ def _render(result, fit, fmt: str) -> str:
     lines = [f"## {head}" if fmt == "md" else head, "", table(rows, _COLUMNS, "md" if fmt == "md" else "text")]
     if fit:
         lines += ["", f"{fit.device}: {_gib(fit.memory_bytes)} - weights {_gib(fit.weight_bytes)} = {_gib(fit.free_bytes)} free; "
-                      f"{fit.requests} requests of {result.total} B fit", f"weights: {fit.weight_source}"]
+                      f"{fit.requests} request{'' if fit.requests == 1 else 's'} of {result.total} B fit", f"weights: {fit.weight_source}"]
     return "\n".join(lines).rstrip("\n")

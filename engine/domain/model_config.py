@@ -36,7 +36,8 @@ def flatten(config: dict) -> tuple[dict, list[str]]:
     wrapper = config.get("model_type")
     if wrapper not in WRAPPERS:
         raise InputError("model_type", f"{wrapper!r} is not a multimodal wrapper the importer knows (known: {', '.join(sorted(WRAPPERS))})")
-    merged = {"model_type": WRAPPERS[wrapper], **text}
+    notes += [_outside_note(key, text[key]) for key in text if key in OUTSIDE_LM and text[key] not in (None, 0, {})]
+    merged = {"model_type": WRAPPERS[wrapper], **{k: v for k, v in text.items() if k not in OUTSIDE_LM}}
     for key, value in config.items():
         if key not in ("text_config", "model_type") and key not in OUTSIDE_LM:
             merged.setdefault(key, value)

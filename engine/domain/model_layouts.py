@@ -30,6 +30,8 @@ IGNORED = frozenset({
     "time_step_limit", "time_step_min", "time_step_max", "time_step_floor",
     # multimodal wrappers: token bookkeeping of the image path
     "boi_token_index", "eoi_token_index", "image_token_index", "mm_tokens_per_image",
+    "image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id",
+    "rope_parameters", "mtp_use_dedicated_embeddings",           # Qwen3.5: RoPE sections; how the MTP layer embeds
 })
 
 # Keys that describe parts outside the language model; the importer says so in the record's notes.
@@ -37,6 +39,7 @@ OUTSIDE_LM = {
     "vision_config": "a vision tower (image encoder and its projector), not part of the language-model count",
     "audio_config": "an audio tower, not part of the language-model count",
     "num_nextn_predict_layers": "multi-token-prediction layers, stored in the checkpoint but not part of the language model",
+    "mtp_num_hidden_layers": "multi-token-prediction layers, stored in the checkpoint but not part of the language model",
     "quantization_config": "the checkpoint stores quantized weights with scale tensors; scales are not parameters of the architecture",
 }
 
@@ -161,6 +164,16 @@ LAYOUTS["nemotron_h"] = Layout(
     fixed={"attention_bias": False, "mlp_bias": False, "use_bias": False, "mamba_proj_bias": False, "use_conv_bias": True,
            "sliding_window": None})
 
+# Qwen3.5 MoE (text_config of qwen3_5_moe): Qwen3-Next's layer kinds and counts, with the Gated DeltaNet input
+# projections stored apart (in_proj_qkv, in_proj_z, in_proj_a, in_proj_b: the same weights) and the routed experts
+# fused per layer (gate_up_proj, down_proj: the same weights); attn_output_gate states the gated attention;
+# mamba_ssm_dtype is the dtype the recurrent state is kept in (float32)
+LAYOUTS["qwen3_5_moe_text"] = replace(
+    LAYOUTS["qwen3_next"], keys=LAYOUTS["qwen3_next"].keys | {"attn_output_gate", "mamba_ssm_dtype"},
+    fixed={**LAYOUTS["qwen3_next"].fixed, "attn_output_gate": True},
+    defaults={k: (v, "the qwen3_next layout's value (transformers Qwen3NextConfig default), which qwen3_5_moe_text shares")
+              for k, (v, _) in LAYOUTS["qwen3_next"].defaults.items()})
+
 # Kimi Linear: Kimi Delta Attention layers with MLA (queries not compressed) at linear_attn_config.full_attn_layers
 # (1-based), a dense first layer and MoE layers with one shared expert and a selection bias (its configuration_kimi.py
 # and the checkpoint's tensors)
@@ -182,7 +195,7 @@ LAYOUTS["deepseek_v32"] = replace(LAYOUTS["deepseek_v3"], sparse="dsa",
                                   keys=LAYOUTS["deepseek_v3"].keys | {"index_topk", "index_n_heads", "index_head_dim"})
 
 # Multimodal wrappers: the language model is text_config; what model_type it has when unstated.
-WRAPPERS = {"gemma3": "gemma3_text"}
+WRAPPERS = {"gemma3": "gemma3_text", "qwen3_5_moe": "qwen3_5_moe_text"}
 
 KNOWN = COMMON | frozenset().union(*(layout.keys for layout in LAYOUTS.values()))
 
@@ -196,7 +209,7 @@ def _refuse_key(key: str) -> InputError:
 # Architectures whose layers are not the attention + MLP blocks FX10-FX18 and the ledger's
 # templates count: a config that shows one is refused by name (the field that shows it and
 # the architecture), never counted as a dense model. Checked before everything else.
-GATED_DELTANET = ("Gated DeltaNet hybrid linear attention outside the qwen3_next layout (Qwen3.5): recurrent layers with a persistent "
+GATED_DELTANET = ("Gated DeltaNet hybrid linear attention outside the qwen3_next and qwen3_5_moe_text layouts: recurrent layers with a persistent "
                   "state instead of a K/V cache, interleaved with full-attention layers")
 MAMBA = ("a Mamba (state-space) model outside the nemotron_h layout (Jamba, Mamba, Mamba-2): SSM layers with a persistent convolution and "
          "state cache instead of attention")

@@ -160,12 +160,12 @@ def hybrid_state(config: dict, context_tokens: int, kv_bytes: float = 2, state_b
         raise InputError("--state-bytes", f"expected a positive number of bytes per state element, got {state_bytes!r}")
     ev = _Evaluator(formula_module(root))
     kind = config.get("model_type")
-    if kind == "qwen3_next":
+    if kind in ("qwen3_next", "qwen3_5_moe_text"):
         attn, recurrent, per_layer = _qwen3_next(config, ev, state_bytes)
     elif kind == "nemotron_h":
         attn, recurrent, per_layer = _nemotron_h(config, ev, state_bytes)
     else:
-        raise InputError("model_type", f"{kind!r}: hybrid state is read from qwen3_next and nemotron_h configs only")
+        raise InputError("model_type", f"{kind!r}: hybrid state is read from qwen3_next, qwen3_5_moe_text and nemotron_h configs only")
     kv = _hybrid_kv(config, kind, attn, context_tokens, kv_bytes, ev) if attn else 0
     total = ev("FX801", kv_bytes_per_request=kv, recurrent_layers=recurrent, recurrent_state_bytes_per_layer=per_layer)
     rows = (LayerKind("full_attention", attn, context_tokens, kv, "F8"), LayerKind("recurrent", recurrent, 0, recurrent * per_layer, "FX800"))

@@ -45,10 +45,10 @@ NEMOTRON_H = {
 }
 # deepseek-ai/DeepSeek-V3.2-Exp inference/config_671B_v3.2.json, as copied in
 # awesome-mini-project/DeepSeek-V3.2-Exp at 09c734b6488d3c7764c50313a53e6013a344c582 (no model_type)
-# a Qwen3.5 text config (qwen3_5_moe_text: the same Gated DeltaNet fields under a model_type the importer has no layout
-# for), fields as printed by a third-party inspection report of Qwen3.5-35B-A3B's parsed config
+# Qwen3.5-35B-A3B's Gated DeltaNet fields (from the parsed config a third-party inspection report prints) under
+# model_type qwen3_moe, whose layout has no linear-attention layers
 QWEN3_5_TEXT = {
-    "model_type": "qwen3_5_moe_text", "full_attention_interval": 4, "head_dim": 256, "hidden_size": 2048,
+    "model_type": "qwen3_moe", "full_attention_interval": 4, "head_dim": 256, "hidden_size": 2048,
     "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_num_key_heads": 16, "linear_num_value_heads": 32,
     "linear_value_head_dim": 128, "num_attention_heads": 16, "num_experts": 256, "num_experts_per_tok": 8,
     "num_hidden_layers": 40, "num_key_value_heads": 2, "vocab_size": 248320,
@@ -77,12 +77,12 @@ def shipped() -> dict:
 
 
 @pytest.mark.parametrize(("cfg", "field", "arch"), [
-    (QWEN3_5_TEXT, "linear_num_key_heads", "Gated DeltaNet hybrid linear attention outside the qwen3_next layout (Qwen3.5)"),
+    (QWEN3_5_TEXT, "linear_num_key_heads", "Gated DeltaNet hybrid linear attention outside the qwen3_next and qwen3_5_moe_text layouts"),
     ({**KIMI_LINEAR, "model_type": "deepseek_v3"}, "linear_attn_config",
      "Kimi Delta Attention (KDA) hybrid linear attention outside the kimi_linear layout"),
     (JAMBA, "mamba_d_state", "a Mamba (state-space) model outside the nemotron_h layout (Jamba, Mamba, Mamba-2)"),
     (DEEPSEEK_V32, "index_topk", "DeepSeek Sparse Attention outside the deepseek_v32 layout"),
-], ids=["qwen3.5-text", "kimi-linear", "jamba", "deepseek-v3.2"])
+], ids=["gdn-in-qwen3-moe", "kimi-linear", "jamba", "deepseek-v3.2"])
 def test_published_configs_are_refused_by_field_and_architecture(cfg, field, arch):
     message = refusal(copy.deepcopy(cfg))
     assert message.startswith(f"{field}: is present and shows {arch}")
@@ -122,7 +122,7 @@ def test_sliding_window_layers_in_an_mla_model_are_refused(shipped):
 
 
 @pytest.mark.parametrize(("cfg", "field"), [(QWEN3_5_TEXT, "linear_num_key_heads"), (JAMBA, "mamba_d_state"),
-                                            (DEEPSEEK_V32, "index_topk")], ids=["qwen3.5-text", "jamba", "deepseek-v3.2"])
+                                            (DEEPSEEK_V32, "index_topk")], ids=["gdn-in-qwen3-moe", "jamba", "deepseek-v3.2"])
 def test_model_import_exits_2_with_one_line(cfg, field, tmp_path, capsys):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
