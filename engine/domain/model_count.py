@@ -81,6 +81,24 @@ def parameter_count(record: dict, root=None) -> dict:
     return result
 
 
+def _embeddings(ev: _Evaluator, cfg: dict, shape: _Shape) -> int:
+    return ev("FX14", tie_embeddings="tied" if cfg.get("tie_word_embeddings", True) else "untied", vocab_size=cfg["vocab_size"], hidden=shape.hidden)
+
+
+def _moe_blocks(ev: _Evaluator, moe: dict, shape: _Shape) -> tuple[int, int]:
+    """One MoE layer's feed-forward weights, all experts (FX15) and one token's (FX16)."""
+    experts = {"n_experts": moe["experts"], "n_shared_experts": moe.get("shared_experts", 0), "hidden": shape.hidden,
+               "moe_ffn_hidden": moe["expert_intermediate_size"]}
+    return ev("FX15", **experts), ev("FX16", top_k=moe["experts_per_token"], **experts)
+
+
+def _counted(record: dict, ev: _Evaluator, fid: str, total: int, active: int, parts: dict) -> dict:
+    """The result of a hybrid count, its parts checked as a second reading of ``fid``'s terms."""
+    if sum(parts.values()) != total:
+        raise AssertionError(f"{record['id']}: parts sum to {sum(parts.values())}, {fid} gives {total}")
+    return {"total": total, "active": active, "parts": parts, "extras": {}, "formulas": ev.used, "extra_formulas": {}, "missing_formulas": {}}
+
+
 def _hybrid_count(record: dict, shape: _Shape, ev: _Evaluator) -> dict:
     """Qwen3-Next: gated full-attention (FX882) and Gated DeltaNet (FX881) layers over one MoE stack (FX15/FX16), FX883/FX884."""
     cfg, d = record["config"], record["derived"]
@@ -88,20 +106,15 @@ def _hybrid_count(record: dict, shape: _Shape, ev: _Evaluator) -> dict:
     attn = ev("FX882", heads=shape.heads, kv_heads=shape.kv_heads, head_dim=d["head_dim"], hidden=shape.hidden)
     linear = ev("FX881", hidden=shape.hidden, linear_k_heads=lin["key_heads"], linear_v_heads=lin["value_heads"],
                 linear_k_head_dim=lin["key_head_dim"], linear_v_head_dim=lin["value_head_dim"], conv_kernel=lin["conv_kernel"])
-    emb = ev("FX14", tie_embeddings="tied" if cfg.get("tie_word_embeddings", True) else "untied", vocab_size=cfg["vocab_size"], hidden=shape.hidden)
-    experts = {"n_experts": moe["experts"], "n_shared_experts": moe.get("shared_experts", 0), "hidden": shape.hidden,
-               "moe_ffn_hidden": moe["expert_intermediate_size"]}
-    moe_all = ev("FX15", **experts)
-    moe_active = ev("FX16", top_k=moe["experts_per_token"], **experts)
+    emb = _embeddings(ev, cfg, shape)
+    moe_all, moe_active = _moe_blocks(ev, moe, shape)
     common = {"layers": shape.layers, "attention_layers": d["attention_layers"], "gated_attn_params_per_layer": attn,
               "linear_attn_params_per_layer": linear, "embedding_params": emb, "hidden": shape.hidden}
     total = ev("FX883", moe_mlp_params_per_layer=moe_all, **common)
     active = ev("FX884", moe_mlp_active_params_per_layer=moe_active, **common)
     parts = {"attention": d["attention_layers"] * attn, "linear_attention": lin["layers"] * linear,
              "mlp": shape.layers * (moe_all + shape.hidden), "norms": 2 * shape.layers * shape.hidden + shape.hidden, "embeddings": emb}
-    if sum(parts.values()) != total:  # the parts are a second reading of FX883's terms
-        raise AssertionError(f"{record['id']}: parts sum to {sum(parts.values())}, FX883 gives {total}")
-    return {"total": total, "active": active, "parts": parts, "extras": {}, "formulas": ev.used, "extra_formulas": {}, "missing_formulas": {}}
+    return _counted(record, ev, "FX883", total, active, parts)
 
 
 def _kda_count(record: dict, shape: _Shape, ev: _Evaluator) -> dict:
@@ -112,13 +125,10 @@ def _kda_count(record: dict, shape: _Shape, ev: _Evaluator) -> dict:
     attn = ev("FX890", hidden=shape.hidden, heads=shape.heads, qk_nope_head_dim=mla["qk_nope_head_dim"], qk_rope_head_dim=mla["qk_rope_head_dim"],
               kv_lora_rank=mla["kv_lora_rank"], v_head_dim=mla["v_head_dim"])
     dense = ev("FX11", mlp_gating=d["mlp"], hidden=shape.hidden, ffn_hidden=d["ffn_hidden"]) if moe.get("dense_first_layers") else 0
-    emb = ev("FX14", tie_embeddings="tied" if cfg.get("tie_word_embeddings", True) else "untied", vocab_size=cfg["vocab_size"], hidden=shape.hidden)
-    experts = {"n_experts": moe["experts"], "n_shared_experts": moe.get("shared_experts", 0), "hidden": shape.hidden,
-               "moe_ffn_hidden": moe["expert_intermediate_size"]}
-    moe_all = ev("FX15", **experts)
-    moe_active = ev("FX16", top_k=moe["experts_per_token"], **experts)
+    emb = _embeddings(ev, cfg, shape)
+    moe_all, moe_active = _moe_blocks(ev, moe, shape)
     common = {"layers": shape.layers, "attention_layers": d["attention_layers"], "kda_params_per_layer": kda,
-              "mla_full_q_params_per_layer": attn, "n_dense_layers": moe.get("dense_first_layers", 0), "mlp_params_per_layer": dense or 1,
+              "mla_full_q_params_per_layer": attn, "n_dense_layers": moe.get("dense_first_layers", 0), "mlp_params_per_layer": dense or 1,  # times 0 dense layers when there are none
               "n_experts": moe["experts"], "embedding_params": emb, "hidden": shape.hidden}
     total = ev("FX891", moe_mlp_params_per_layer=moe_all, **common)
     active = ev("FX892", moe_mlp_active_params_per_layer=moe_active, **common)
@@ -126,9 +136,7 @@ def _kda_count(record: dict, shape: _Shape, ev: _Evaluator) -> dict:
     parts = {"attention": d["attention_layers"] * attn, "linear_attention": lin["layers"] * kda,
              "mlp": moe.get("dense_first_layers", 0) * dense + moe_layers * moe_all, "router_bias": moe_layers * moe["experts"],
              "norms": 2 * shape.layers * shape.hidden + shape.hidden, "embeddings": emb}
-    if sum(parts.values()) != total:  # the parts are a second reading of FX891's terms
-        raise AssertionError(f"{record['id']}: parts sum to {sum(parts.values())}, FX891 gives {total}")
-    return {"total": total, "active": active, "parts": parts, "extras": {}, "formulas": ev.used, "extra_formulas": {}, "missing_formulas": {}}
+    return _counted(record, ev, "FX891", total, active, parts)
 
 
 def _mamba_count(record: dict, shape: _Shape, ev: _Evaluator) -> dict:
@@ -139,14 +147,12 @@ def _mamba_count(record: dict, shape: _Shape, ev: _Evaluator) -> dict:
                mamba_groups=m["groups"], conv_kernel=m["conv_kernel"])
     attn = ev("FX10", attention=d["attention"], hidden=shape.hidden, heads=shape.heads, kv_heads=shape.kv_heads, head_dim=d["head_dim"])
     mlp = ev("FX11", mlp_gating=d["mlp"], hidden=shape.hidden, ffn_hidden=d["ffn_hidden"])
-    emb = ev("FX14", tie_embeddings="tied" if cfg.get("tie_word_embeddings", True) else "untied", vocab_size=cfg["vocab_size"], hidden=shape.hidden)
+    emb = _embeddings(ev, cfg, shape)
     total = ev("FX886", mamba_layers=m["layers"], attention_layers=d["attention_layers"], mlp_layers=d["mlp_layers"],
                mamba_params_per_layer=mamba, attn_params_per_layer=attn, mlp_params_per_layer=mlp, embedding_params=emb, hidden=shape.hidden)
     parts = {"mamba": m["layers"] * mamba, "attention": d["attention_layers"] * attn, "mlp": d["mlp_layers"] * mlp,
              "norms": shape.layers * shape.hidden + shape.hidden, "embeddings": emb}
-    if sum(parts.values()) != total:  # the parts are a second reading of FX886's terms
-        raise AssertionError(f"{record['id']}: parts sum to {sum(parts.values())}, FX886 gives {total}")
-    return {"total": total, "active": total, "parts": parts, "extras": {}, "formulas": ev.used, "extra_formulas": {}, "missing_formulas": {}}
+    return _counted(record, ev, "FX886", total, total, parts)
 
 
 def is_hybrid(derived: dict) -> bool:
