@@ -359,3 +359,10 @@ def test_2025_devices_in_a_roofline(dev):
     assert hardware.select_peak(trn3, "mxfp4").peak.flops == hardware.select_peak(trn3, "mxfp8").peak.flops == 2517e12
     with pytest.raises(InputError, match="nvfp4"):  # AWS states MXFP4, not NVIDIA's NVFP4
         hardware.select_peak(trn3, "nvfp4")
+
+
+def test_tpu_host_links_are_the_scaling_book_figures(dev):
+    """jax-ml/scaling-book tpus.md@54e2c439: PCIe is typically around 1.6e10 B/s per TPU, 3.2e10 for v6e."""
+    links = {name: hardware.quantity(dev[f"hw:{name}"].record["host_link"]["unspecified_direction"], "B/s")
+             for name in ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e")}
+    assert links == {"tpu-v4": 1.6e10, "tpu-v5e": 1.6e10, "tpu-v5p": 1.6e10, "tpu-v6e": 3.2e10}
