@@ -41,6 +41,9 @@ ATTENTIONS = ("flash", "eager")  # --attention: fused (nothing materialised) or 
 # --mla-path of an MLA model: auto (what engines run: expanded for a pass of several new tokens, absorbed
 # for one), absorbed, or expanded (knowledge/operators/mla_moe.yaml, scenario symbol mla_expanded)
 MLA_PATHS = ("auto", "absorbed", "expanded")
+DSA_ASSUMPTION = ("DeepSeek Sparse Attention: each layer's lightning indexer scores every cached token (FP8 keys, FX888) and the "
+                  "MLA attention runs over the top index_topk only (min(index_topk, position) tokens per query); kv_bytes_per_token "
+                  "includes the indexer keys beside the latent, and the latent read is at most min(H, S x index_topk) tokens per sequence.")
 MLA_PATH_ASSUMPTIONS = {
     "absorbed": ("MLA path absorbed (what engines run for decode): W_UK is folded into each head's query and W_UV applied "
                  "after attention, so scores are taken over the cached latent plus the RoPE key and probabilities over the latent "
@@ -122,9 +125,9 @@ class _Pass:
         self.eager = int(attention == "eager")
         self.mla_path = _mla_path(record, mla_path)
         self.p_w, self.p_kv = _size(weight_bytes, "--weight-bytes"), _size(kv_bytes, "--kv-bytes")
-        from engine.domain.model_count import outside_templates
+        from engine.domain.model_count import is_hybrid, outside_templates
 
-        why = outside_templates(record["derived"])
+        why = outside_templates(record["derived"]) if is_hybrid(record["derived"]) else ""  # DSA: the mla_moe template counts it
         if why:
             raise InputError("--model", f"{record.get('id', 'this model')} is {why}: the forward ledger has no operator template "
                                         "for it yet, so it is refused rather than counted as plain attention; `aiinfra model show` "
@@ -170,6 +173,11 @@ class _Pass:
 def _mla_path(record: dict, path: str) -> str | None:
     if path not in MLA_PATHS:
         raise InputError("--mla-path", f"expected one of {', '.join(MLA_PATHS)}, got {path!r}")
+    if record["derived"].get("sparse_attention"):  # sparse MLA runs absorbed (MQA form) in prefill and decode alike
+        if path == "expanded":
+            raise InputError("--mla-path", f"{record.get('id', 'this model')} uses DeepSeek Sparse Attention, which runs MLA absorbed "
+                                           "(the MQA form over the selected latents) in prefill and decode; expanded does not apply")
+        return "absorbed"
     if record["derived"].get("attention") == "mla":
         return path
     if path != "auto":
@@ -198,10 +206,13 @@ class _Kv:
         if attention in ("mha", "gqa"):
             share.update({k: v for k, v in given.items() if k in ("heads", "kv_heads")})
         self.per_gpu = ctx.formula("FX73", share)
+        dsa = der.get("sparse_attention")
+        self.index_keys = ctx.formula("FX888", {"layers": cfg["num_hidden_layers"], "index_head_dim": dsa["index_head_dim"]}) if dsa else 0
+        self.replica, self.per_gpu = self.replica + self.index_keys, self.per_gpu + self.index_keys  # indexer keys: replicated, like the latent
         window = der.get("sliding_window") or {}
         self.window = window if window.get("windowed_layers") else None
         self.layers = cfg["num_hidden_layers"]
-        self.used = ["F8", "FX73"] + (["FX70"] if self.window else [])
+        self.used = ["F8", "FX73"] + (["FX70"] if self.window else []) + (["FX888"] if dsa else [])
 
     def per_request(self, context: int):
         """Bytes one sequence holds on one GPU after ``context`` tokens."""
@@ -344,6 +355,8 @@ def _ledger(ctx: _Pass, rows: list[Row], scenario: dict, used, kv: tuple, contex
             special[name] = _number(special.get(name, 0) + v)
     formulas = sorted({f for r in rows for f in r.formulas} | {"F6", *ctx.kv.used}, key=_formula_order)
     path = [MLA_PATH_ASSUMPTIONS[ctx.path(tokens)]] if ctx.mla_path else []
+    if ctx.kv.index_keys:
+        path.append(DSA_ASSUMPTION)
     return Ledger(ctx.record.get("id", "?"), ctx.tid, scenario, rows, totals, special, formulas,
                   ctx.meta["assumptions"] + path + ctx.notes, _warnings(ctx, totals, context))
 

@@ -66,3 +66,48 @@ def test_import_from_the_config(record):
     assert again["derived"]["sparse_attention"] == {"kind": "dsa", "index_heads": 64, "index_head_dim": 128, "index_topk": 2048}
     with pytest.raises(InputError, match="index_n_heads: expected a whole number >= 1"):
         import_config({k: v for k, v in cfg.items() if k != "index_n_heads"}, "x")
+
+
+# ------------------------------------------------------------------ the forward ledger (mla_moe with DSA)
+
+@pytest.fixture(scope="module")
+def run():
+    from engine.domain import ledger
+    from engine.numeric import compiled
+
+    catalog = ledger.load_root(shipped_root())
+    formulas = compiled.load(shipped_root())
+    return lambda rec, tokens, **kw: ledger.forward_record(rec, catalog.templates, tokens, formulas=formulas, **kw)
+
+
+def rows(result):
+    return {r.name: r for r in result.rows}
+
+
+def test_decode_at_128k_attends_to_the_top_2048(record, run):
+    """One decode step after 131,072 cached tokens: the indexer scores all 131,073 positions (64 heads of 128),
+    the absorbed MLA attends 2048 (576-wide scores, 512-wide values), and reads 2048 latents plus every indexer key."""
+    result = run(record, 1, history=131072)
+    r = rows(result)
+    assert result.scenario["mla_path"] == "absorbed" and result.warnings == []
+    assert result.totals["parameters"] == 671_877_944_064
+    assert r["indexer_scores"].attention_matrix_flops == 61 * 2 * 64 * 128 * 131073
+    assert r["attention_scores"].attention_matrix_flops == 61 * 2 * 128 * 576 * 2048
+    assert r["attention_pv"].attention_matrix_flops == 61 * 2 * 128 * 512 * 2048
+    assert r["attention_scores"].kv_read_bytes == 61 * 2048 * 576 * 2
+    assert r["indexer_scores"].kv_read_bytes == 61 * 131072 * 128 * (1 + 4 / 128)
+    assert result.totals["kv_bytes_per_token"] == 70272 + 8052
+
+
+def test_short_contexts_attend_densely_and_the_crossing_is_exact(record, run):
+    # 3 new tokens over 5 cached: every causal cell (5 x 3 + 3 x 4 / 2 = 21), as DeepSeek-V3 absorbed counts them
+    assert rows(run(record, 3, history=5))["attention_pv"].attention_matrix_flops == 61 * 2 * 128 * 512 * 21
+    # 16 new tokens over 2040 cached: positions 2041..2048 attend to all earlier tokens (2041 + ... + 2048 = 16356),
+    # positions 2049..2056 to 2048 each (16384): 32740 cells per head
+    assert rows(run(record, 16, history=2040))["attention_pv"].attention_matrix_flops == 61 * 2 * 128 * 512 * 32740
+
+
+def test_sparse_mla_runs_absorbed(record, run):
+    assert run(record, 4096).scenario["mla_path"] == "absorbed"  # auto: absorbed even for a prefill
+    with pytest.raises(InputError, match="--mla-path: model:deepseek-v3.2 uses DeepSeek Sparse Attention"):
+        run(record, 4096, mla_path="expanded")
