@@ -127,7 +127,9 @@ class _Pass:
         self.p_w, self.p_kv = _size(weight_bytes, "--weight-bytes"), _size(kv_bytes, "--kv-bytes")
         from engine.domain.model_count import is_hybrid, outside_templates
 
-        why = outside_templates(record["derived"]) if is_hybrid(record["derived"]) else ""  # DSA: the mla_moe template counts it
+        lin = record["derived"].get("linear_attention") or {}
+        counted = lin.get("kind") == "gated_deltanet"  # hybrid_moe.yaml; DSA: mla_moe.yaml
+        why = outside_templates(record["derived"]) if is_hybrid(record["derived"]) and not counted else ""
         if why:
             raise InputError("--model", f"{record.get('id', 'this model')} is {why}: the forward ledger has no operator template "
                                         "for it yet, so it is refused rather than counted as plain attention; `aiinfra model show` "
@@ -193,7 +195,7 @@ class _Kv:
         cfg, der = record["config"], record["derived"]
         self.ctx = ctx
         attention, heads = der["attention"], cfg["num_attention_heads"]
-        given = {"attention": attention, "layers": cfg["num_hidden_layers"], "kv_bytes": p_kv}
+        given = {"attention": attention, "layers": der.get("attention_layers", cfg["num_hidden_layers"]), "kv_bytes": p_kv}  # a hybrid's K/V layers
         if attention == "mla":
             given.update(kv_lora_rank=der["mla"]["kv_lora_rank"], qk_rope_head_dim=der["mla"]["qk_rope_head_dim"])
         else:

@@ -168,7 +168,7 @@ def operator_bounds(module, rows, peak_flops: float, bandwidth: float) -> list[O
 # column- and row-parallel linears, attention by heads, the activation of the split MLP
 # width, the vocabulary-parallel output head). Every other kind (embedding gather, positions,
 # norms, residual adds, routing) runs whole on every rank, and so does any kind not named here.
-TP_SPLIT = ("matmul", "attention", "softmax", "activation", "kv", "output")
+TP_SPLIT = ("matmul", "attention", "softmax", "activation", "kv", "output", "linear_attention")
 KV_SHARE = "FX73"
 
 

@@ -57,3 +57,15 @@ def test_attention_without_the_output_gate_is_refused(record):
     with pytest.raises(InputError) as info:
         import_config(json.loads(json.dumps({"model_type": "qwen3_5_moe", "text_config": text})), "x")
     assert info.value.field == "attn_output_gate"
+
+
+def test_ledger_keeps_the_state_in_float32(record):
+    from engine.domain import ledger
+    from engine.numeric import compiled
+
+    catalog = ledger.load_root(shipped_root())
+    result = ledger.forward_record(record, catalog.templates, 1, history=100, formulas=compiled.load(shipped_root()))
+    rows = {r.name: r for r in result.rows}
+    assert result.totals["parameters"] == 34_660_610_688 and result.warnings == []
+    # 30 Gated DeltaNet layers, 32 x 128 x 128 state elements at 4 B (mamba_ssm_dtype float32)
+    assert rows["gdn_recurrence"].kv_read_bytes == 30 * 32 * 128 * 128 * 4

@@ -112,9 +112,49 @@ def test_shipped_record_and_cli(capsys, tmp_path):
     assert shown["computed"]["total"] == LANGUAGE_MODEL and shown["computed"]["reproduces_reference"] is True
     assert main(["calc", "kv-concurrency", "--model", "qwen3-next-80b-a3b", "--device", "h100-sxm"]) == 2
     assert "is a hybrid" in capsys.readouterr().err
-    assert main(["forward", "--model", "qwen3-next-80b-a3b", "--tokens", "8"]) == 2
+    assert main(["forward", "--model", "nemotron-h-8b", "--tokens", "8"]) == 2
     assert "the forward ledger has no operator template for it yet" in capsys.readouterr().err
     path = tmp_path / "config.json"
     path.write_text(json.dumps(CONFIG))
     assert main(["model", "import", str(path), "--id", "q", "--params", str(LANGUAGE_MODEL), "--out", str(tmp_path)]) == 0
     assert (tmp_path / "q.yaml").exists()
+
+
+# ------------------------------------------------------------------ the forward ledger (knowledge/operators/hybrid_moe.yaml)
+
+@pytest.fixture(scope="module")
+def run():
+    from engine.core.paths import shipped_root
+    from engine.domain import ledger
+    from engine.numeric import compiled
+
+    catalog = ledger.load_root(shipped_root())
+    formulas = compiled.load(shipped_root())
+    return lambda rec, tokens, **kw: ledger.forward_record(rec, catalog.templates, tokens, formulas=formulas, **kw)
+
+
+def test_ledger_stores_the_checkpoint_parameters(record, run):
+    result = run(record, 4)
+    assert result.totals["parameters"] == LANGUAGE_MODEL and result.warnings == []
+    assert result.template == "operators:hybrid_moe"
+
+
+def test_decode_step_by_hand(record, run):
+    """One decode step (B = 1, S = 1) after 32,768 cached tokens: the 12 attention layers read their K/V
+    (2 KV heads x 256, BF16), the 36 Gated DeltaNet layers read and write their state (32 x 128 x 128) and
+    their convolution window (3 x 8192), and attention costs 2 x 16 heads x 256 x 32,769 cells per product."""
+    rows = {r.name: r for r in run(record, 1, history=32768).rows}
+    assert rows["attention_qk"].kv_read_bytes == 12 * 32768 * 512 * 2
+    assert rows["attention_qk"].attention_matrix_flops == 12 * 2 * 16 * 256 * 32769
+    assert rows["gdn_recurrence"].kv_read_bytes == rows["gdn_recurrence"].kv_write_bytes == 36 * 32 * 128 * 128 * 2
+    assert rows["gdn_conv"].kv_read_bytes == 36 * 3 * 8192 * 2
+    assert rows["gdn_recurrence"].matrix_flops == 36 * 3 * 2 * 32 * 128 * 128   # 3 MACs per state element
+    assert rows["gdn_in_proj"].matrix_flops == 36 * 2 * 2048 * (2 * 16 * 128 + 2 * 32 * 128 + 2 * 32)
+    assert rows["q_proj"].matrix_flops == 12 * 2 * 2048 * 2 * 16 * 256            # query and output gate
+    assert rows["expert_up_proj"].matrix_flops == 48 * 2 * 10 * 2048 * 512         # 10 routed experts
+
+
+def test_prefill_reads_no_state(record, run):
+    rows = {r.name: r for r in run(record, 16).rows}
+    assert rows["gdn_recurrence"].kv_read_bytes == 0 and rows["gdn_conv"].kv_read_bytes == 0
+    assert rows["gdn_recurrence"].kv_write_bytes == 36 * 32 * 128 * 128 * 2
