@@ -128,7 +128,7 @@ class _Pass:
         from engine.domain.model_count import is_hybrid, outside_templates
 
         lin = record["derived"].get("linear_attention") or {}
-        counted = lin.get("kind") == "gated_deltanet"  # hybrid_moe.yaml; DSA: mla_moe.yaml
+        counted = lin.get("kind") == "gated_deltanet" or bool(record["derived"].get("mamba"))  # hybrid_moe.yaml, hybrid.yaml; DSA: mla_moe.yaml
         why = outside_templates(record["derived"]) if is_hybrid(record["derived"]) and not counted else ""
         if why:
             raise InputError("--model", f"{record.get('id', 'this model')} is {why}: the forward ledger has no operator template "

@@ -161,9 +161,9 @@ def test_parameters_agree_with_the_formula_records(run, formulas):
 
 def test_every_shipped_model_reproduces_its_record(k, templates, formulas):
     hybrids = {mid for mid, record in k.models.items() if record["derived"]["family"].startswith("hybrid")
-               and record["derived"].get("linear_attention", {}).get("kind") != "gated_deltanet"}
-    # no template for Mamba-2 or KDA layers yet: refused by name (Gated DeltaNet hybrids: hybrid_moe.yaml; DSA: mla_moe.yaml)
-    assert hybrids == {"model:nemotron-h-8b", "model:kimi-linear-48b-a3b"}
+               and record["derived"].get("linear_attention", {}).get("kind") == "kda"}
+    # no template for KDA layers yet: refused by name (Gated DeltaNet: hybrid_moe.yaml; Mamba-2: hybrid.yaml; DSA: mla_moe.yaml)
+    assert hybrids == {"model:kimi-linear-48b-a3b"}
     for mid in hybrids:
         with pytest.raises(InputError, match="the forward ledger has no operator template for it yet"):
             ledger.forward_record(k.models[mid], templates, 8, formulas=formulas)
@@ -485,7 +485,7 @@ def test_large_shapes_stay_whole_numbers(run):
 
 def test_shipped_templates_have_no_problems(k):
     assert ledger.template_problems(k.operators, k.places) == []
-    assert {t["family"] for t in k.operators.values()} == {"dense", "moe", "mla_moe", "hybrid_moe"}
+    assert {t["family"] for t in k.operators.values()} == {"dense", "moe", "mla_moe", "hybrid_moe", "hybrid"}
 
 
 def test_template_expressions_go_through_the_whitelist(k):

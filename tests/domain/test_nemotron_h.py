@@ -85,3 +85,23 @@ def test_calculators_refuse_the_hybrid(record):
     with pytest.raises(InputError) as info:
         model_values(record, None)
     assert "is a hybrid (24 Mamba-2 : 4 attention : 24 MLP blocks" in info.value.message
+
+
+def test_ledger_decode_step_by_hand(record):
+    """One decode step after 8,191 cached tokens: 4 attention blocks read their K/V (8 KV heads x 128, BF16), 24
+    Mamba-2 blocks read and write their state (128 heads x 64 x 128) and convolution window (3 x 10240)."""
+    from engine.core.paths import shipped_root
+    from engine.domain import ledger
+    from engine.numeric import compiled
+
+    catalog = ledger.load_root(shipped_root())
+    result = ledger.forward_record(record, catalog.templates, 1, history=8191, formulas=compiled.load(shipped_root()))
+    rows = {r.name: r for r in result.rows}
+    assert result.totals["parameters"] == INVENTORY_TOTAL and result.warnings == [] and result.template == "operators:hybrid"
+    assert rows["attention_qk"].kv_read_bytes == 4 * 8191 * 1024 * 2
+    assert rows["mamba_scan"].kv_read_bytes == rows["mamba_scan"].kv_write_bytes == 24 * 128 * 64 * 128 * 2
+    assert rows["mamba_conv"].kv_read_bytes == 24 * 3 * 10240 * 2
+    assert rows["mamba_scan"].matrix_flops == 24 * 2 * 2 * 128 * 64 * 128          # 2 MACs per state element
+    assert rows["mamba_in_proj"].matrix_flops == 24 * 2 * 4096 * 18560
+    assert rows["mlp_up_proj"].matrix_flops == 24 * 2 * 4096 * 21504
+    assert result.totals["kv_bytes_per_token"] == 16384
