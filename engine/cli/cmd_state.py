@@ -32,7 +32,8 @@ def add_parsers(verbs, Parser, shared) -> None:
     p.add_argument("--context", metavar="N", required=True, help="tokens in the request's context (a whole number >= 1)")
     p.add_argument("--device", metavar="ID", help="a device of knowledge/hardware (e.g. h100-sxm): requests that fit beside the weights")
     p.add_argument("--kv-bytes", metavar="B", default="2", help="bytes per cached K/V element (default 2, BF16; 1 for FP8)")
-    p.add_argument("--state-bytes", metavar="B", default="2", help="bytes per recurrent-state element of linear-attention or Mamba layers (default 2, BF16; 4 for a float32 state)")
+    p.add_argument("--state-bytes", metavar="B", help="bytes per recurrent-state element of linear-attention or Mamba layers (default: 4 where "
+                                                    "the config keeps the state in float32, mamba_ssm_dtype, else 2, BF16)")
     p.add_argument("--weight-bytes", metavar="B", help="bytes per weight for --device (default: the record's stored weight bytes where it has "
                                                       "them, e.g. gpt-oss-20b's MXFP4 experts; else 2, BF16)")
     shared(p, False)
@@ -50,14 +51,19 @@ def run(args) -> int:
     if args.config:
         if args.device:
             raise InputError("--device", "needs --model: a hybrid config's parameters are not counted exactly yet, so the weights' bytes are unknown")
-        result = state.hybrid_state(_read_config(args.config), context, kv_bytes, _number(args.state_bytes, "--state-bytes"), root)
+        config = _read_config(args.config)
+        if isinstance(config.get("text_config"), dict):  # a multimodal wrapper (Qwen3.5): the language model's config
+            config = config["text_config"]
+        given = args.state_bytes
+        size = _number(given, "--state-bytes") if given is not None else 4 if config.get("mamba_ssm_dtype") == "float32" else 2
+        result = state.hybrid_state(config, context, kv_bytes, size, root)
         emit(_render(result, None, getattr(args, "format", "text") or "text"))
         return 0
     try:
         record = models.find(models.load_models(root), args.model)
     except InputError as exc:
         raise InputError("--model", exc.message) from None
-    result = state.request_state(record, context, kv_bytes, root, _number(args.state_bytes, "--state-bytes"))
+    result = state.request_state(record, context, kv_bytes, root, None if args.state_bytes is None else _number(args.state_bytes, "--state-bytes"))
     fit = None
     if args.device:
         from engine.domain import hardware

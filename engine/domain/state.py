@@ -2,10 +2,11 @@
 
 ``request_state`` reads a model record and evaluates F8 (bytes per token across all layers),
 FX70 (one request's K/V, windowed layers capped at their window) and FX801 (the total with
-any recurrent layers, FX800). A hybrid record (Qwen3-Next: derived.linear_attention) goes
-through ``hybrid_state``: K/V in its attention layers only, a fixed state in the others, kept
-at the cache's bytes per element. Mamba hybrids are still refused at import
-(engine.domain.model_config); their configs can be sized by ``hybrid_state`` directly.
+any recurrent layers, FX800). A hybrid record (Qwen3-Next, Qwen3.5, Nemotron-H) goes through
+``hybrid_state``: K/V in its attention layers only, a fixed state in the others; Kimi Linear
+keeps the MLA latent beside its KDA states; DeepSeek-V3.2 adds its indexer keys (FX888). The
+state is kept at ``state_bytes`` per element: 4 where the config names mamba_ssm_dtype float32,
+else 2, unless given.
 ``fit_requests`` divides a device's memory, less the weights, by that total.
 """
 
@@ -38,9 +39,10 @@ class RequestState:
                 "layer_kinds": [r.__dict__ for r in self.rows], "bytes_per_request": self.total, "formulas": list(self.formulas)}
 
 
-def request_state(record: dict, context_tokens: int, kv_bytes: float = 2, root=None, state_bytes: float = 2) -> RequestState:
+def request_state(record: dict, context_tokens: int, kv_bytes: float = 2, root=None, state_bytes: float | None = None) -> RequestState:
     """The persistent bytes of one request of ``context_tokens`` tokens, by layer kind (``state_bytes``: bytes per
-    recurrent-state element of a hybrid's linear-attention layers; BF16 by default, as engines keep it with a BF16 model)."""
+    recurrent-state element of a hybrid's recurrent layers; by default 4 where the config keeps the state in float32
+    (mamba_ssm_dtype), else 2, as engines keep it with a BF16 model)."""
     from engine.domain.model_count import _Evaluator, formula_module, kv_bytes_per_token
 
     if isinstance(context_tokens, bool) or not isinstance(context_tokens, int) or context_tokens < 1:
@@ -48,6 +50,8 @@ def request_state(record: dict, context_tokens: int, kv_bytes: float = 2, root=N
     if not kv_bytes > 0:
         raise InputError("--kv-bytes", f"expected a positive number of bytes per cached element, got {kv_bytes!r}")
     cfg, d = record["config"], record["derived"]
+    if state_bytes is None:
+        state_bytes = 4 if cfg.get("mamba_ssm_dtype") == "float32" else 2
     lin = d.get("linear_attention") or {}
     if lin.get("kind") == "kda":  # Kimi Linear: the MLA latent in its attention layers, a KDA state (FX800's shape) in the others
         return _kda_state(record, context_tokens, kv_bytes, state_bytes, root)

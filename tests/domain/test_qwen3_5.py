@@ -69,3 +69,16 @@ def test_ledger_keeps_the_state_in_float32(record):
     assert result.totals["parameters"] == 34_660_610_688 and result.warnings == []
     # 30 Gated DeltaNet layers, 32 x 128 x 128 state elements at 4 B (mamba_ssm_dtype float32)
     assert rows["gdn_recurrence"].kv_read_bytes == 30 * 32 * 128 * 128 * 4
+
+
+def test_state_bytes_default_follow_mamba_ssm_dtype(record, capsys, tmp_path):
+    # no --state-bytes: FP32 from the config (30 x (32 x 128 x 128 + 3 x 8192) x 4 = 65,863,680 B of state)
+    assert state.request_state(record, 1).rows[-1].bytes_per_request == 30 * (32 * 128 * 128 + 3 * 8192) * 4
+    assert state.request_state(record, 1, state_bytes=2).rows[-1].bytes_per_request == 30 * (32 * 128 * 128 + 3 * 8192) * 2
+    from engine.cli.main import main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "qwen3_5_moe", "text_config": record["config"]}))
+    assert main(["state", "--config", str(path), "--context", "1", "--format", "json"]) == 0
+    rows = {r["kind"]: r["bytes_per_request"] for r in json.loads(capsys.readouterr().out)["layer_kinds"]}
+    assert rows["recurrent"] == 65_863_680
