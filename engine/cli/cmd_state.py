@@ -55,7 +55,7 @@ def run(args) -> int:
         if isinstance(config.get("text_config"), dict):  # a multimodal wrapper (Qwen3.5): the language model's config
             config = config["text_config"]
         given = args.state_bytes
-        size = _number(given, "--state-bytes") if given is not None else 4 if config.get("mamba_ssm_dtype") == "float32" else 2
+        size = _number(given, "--state-bytes") if given is not None else state.default_state_bytes(config)
         result = state.hybrid_state(config, context, kv_bytes, size, root)
         emit(_render(result, None, getattr(args, "format", "text") or "text"))
         return 0

@@ -51,7 +51,7 @@ def request_state(record: dict, context_tokens: int, kv_bytes: float = 2, root=N
         raise InputError("--kv-bytes", f"expected a positive number of bytes per cached element, got {kv_bytes!r}")
     cfg, d = record["config"], record["derived"]
     if state_bytes is None:
-        state_bytes = 4 if cfg.get("mamba_ssm_dtype") == "float32" else 2
+        state_bytes = default_state_bytes(cfg)
     lin = d.get("linear_attention") or {}
     if lin.get("kind") == "kda":  # Kimi Linear: the MLA latent in its attention layers, a KDA state (FX800's shape) in the others
         return _kda_state(record, context_tokens, kv_bytes, state_bytes, root)
@@ -80,6 +80,12 @@ def request_state(record: dict, context_tokens: int, kv_bytes: float = 2, root=N
     if sum(r.bytes_per_request for r in rows) != total:  # the rows are a second reading of FX70
         raise AssertionError(f"{record['id']}: rows sum to {sum(r.bytes_per_request for r in rows)}, FX70/FX801 give {total}")
     return RequestState(record["id"], context_tokens, kv_bytes, rows, total, ("F8", "FX70") + (("FX888",) if dsa else ()) + ("FX801",))
+
+
+def default_state_bytes(config: dict) -> int:
+    """Bytes per recurrent-state element an engine keeps: 4 where the config names mamba_ssm_dtype float32
+    (Qwen3.5), else 2, the BF16 of the model's weights."""
+    return 4 if config.get("mamba_ssm_dtype") == "float32" else 2
 
 
 def _kda_state(record: dict, context_tokens: int, kv_bytes: float, state_bytes: float, root) -> RequestState:
