@@ -62,6 +62,19 @@ def test_weights_only_mode_is_12_l_h2():
     assert value("FX400", "params_gpt_closed_form", param_count_terms="weights_only", layers=128, hidden=25600) == 1006632960000
 
 
+@pytest.mark.parametrize("layers, hidden", [(128, 25600), (80, 8192), (96, 12288)])
+def test_zero_infinity_model_states_are_240_nl_hd2(layers, hidden):
+    """ZeRO-Infinity (Rajbhandari et al. 2021) section 3: a transformer's model states take 240 x nl x hd^2 bytes,
+    20 bytes for each of its 12 nl hd^2 parameters (FP16 parameters and gradients, FP32 parameters, gradients,
+    momentum and variance: bytes_optim = 16). The chain FX400 weights_only -> F4 must give the closed form."""
+    params = value("FX400", "params_gpt_closed_form", param_count_terms="weights_only", layers=layers, hidden=hidden)
+    states = value("F4", "model_state_bytes_per_gpu", zero_stage="0", params=params, bytes_optim=16, dp_size=1)
+    # hand arithmetic for the first row: 240 x 128 x 25600^2 = 240 x 128 x 655,360,000 = 20,132,659,200,000 B
+    assert states == 240 * layers * hidden**2
+    if layers == 128:
+        assert states == 20_132_659_200_000
+
+
 @pytest.mark.parametrize("tflops, mfu_pct", [(430, 43), (400, 41), (380, 38)])
 def test_llama3_table4_mfu(tflops, mfu_pct):
     """Llama 3 Table 4 (Dubey et al. 2024): TFLOPs/GPU over the H100 dense BF16 peak 989 TFLOPS (datasheet)."""
