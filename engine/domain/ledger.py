@@ -127,9 +127,13 @@ class _Pass:
         self.p_w, self.p_kv = _size(weight_bytes, "--weight-bytes"), _size(kv_bytes, "--kv-bytes")
         from engine.domain.model_count import is_hybrid, outside_templates
 
-        lin = record["derived"].get("linear_attention") or {}
-        counted = lin.get("kind") == "gated_deltanet" or bool(record["derived"].get("mamba"))  # hybrid_moe.yaml, hybrid.yaml; DSA: mla_moe.yaml
-        why = outside_templates(record["derived"]) if is_hybrid(record["derived"]) and not counted else ""
+        der = record["derived"]
+        lin = der.get("linear_attention") or {}
+        # hybrid_moe.yaml (Gated DeltaNet), hybrid_mla_moe.yaml (KDA beside MLA without query compression), hybrid.yaml
+        # (Mamba-2); DSA: mla_moe.yaml
+        kda = lin.get("kind") == "kda" and der.get("attention") == "mla" and not (der.get("mla") or {}).get("q_lora_rank")
+        counted = lin.get("kind") == "gated_deltanet" or kda or bool(der.get("mamba"))
+        why = outside_templates(der) if is_hybrid(der) and not counted else ""
         if why:
             raise InputError("--model", f"{record.get('id', 'this model')} is {why}: the forward ledger has no operator template "
                                         "for it yet, so it is refused rather than counted as plain attention; `aiinfra model show` "

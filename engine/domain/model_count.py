@@ -156,8 +156,8 @@ def _mamba_count(record: dict, shape: _Shape, ev: _Evaluator) -> dict:
 
 
 def is_hybrid(derived: dict) -> bool:
-    """A model whose layers are not all attention + MLP blocks (Qwen3-Next, Nemotron-H): FX17/FX18, the calculators
-    and the forward ledger's templates do not hold it."""
+    """A model whose layers are not all attention + MLP blocks (Qwen3-Next, Nemotron-H, Kimi Linear): FX17/FX18 and
+    the calculators do not hold it; the forward ledger has a template per kind (hybrid_moe, hybrid_mla_moe, hybrid)."""
     return str(derived.get("family", "")).startswith("hybrid")
 
 

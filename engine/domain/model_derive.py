@@ -14,7 +14,8 @@ def derive(cfg: dict, layout: Layout) -> dict:
         raise InputError(layout.act_key, f"{activation!r} is not an activation the importer knows ({', '.join(sorted(ACTIVATIONS))})")
     attention, head_dim, stated = _attention(cfg, layout)
     moe = _moe(cfg, layout)
-    family = ("hybrid_moe" if layout.linear else "mla_moe" if layout.mla else "moe") if moe else ("hybrid" if layout.linear else "dense")
+    hybrid_moe = "hybrid_mla_moe" if layout.mla else "hybrid_moe"  # KDA beside MLA (Kimi Linear); Gated DeltaNet beside GQA
+    family = (hybrid_moe if layout.linear else "mla_moe" if layout.mla else "moe") if moe else ("hybrid" if layout.linear else "dense")
     derived = {"family": family, "attention": attention, "mlp": layout.mlp,
                "activation": activation, "norm": layout.norm, "qk_norm": layout.qk_norm}
     derived.update(_biases(cfg, layout))

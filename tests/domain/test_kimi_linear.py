@@ -40,7 +40,7 @@ def test_the_reported_total_is_reproduced_exactly(record):
 
 def test_layer_kinds_follow_the_one_based_lists(record):
     d = record["derived"]
-    assert (d["family"], d["attention"], d["attention_layers"], d["linear_attention"]["layers"]) == ("hybrid_moe", "mla", 7, 20)
+    assert (d["family"], d["attention"], d["attention_layers"], d["linear_attention"]["layers"]) == ("hybrid_mla_moe", "mla", 7, 20)
     assert d["position"] == "none" and d["mla"]["q_lora_rank"] is None
     assert kv_bytes_per_token(record, kv_bytes=2) == 7 * 576 * 2 == 8064   # the MLA latent of the 7 MLA layers
 
@@ -60,3 +60,58 @@ def test_broken_layer_lists_are_refused(record):
     with pytest.raises(InputError) as info:
         model_values(record, None)
     assert "is a hybrid (20 KDA : 7 MLA (linear_attn_config))" in info.value.message
+
+
+# ------------------------------------------------------------------ the forward ledger (knowledge/operators/hybrid_mla_moe.yaml)
+
+@pytest.fixture(scope="module")
+def run():
+    from engine.domain import ledger
+    from engine.numeric import compiled
+
+    catalog = ledger.load_root(shipped_root())
+    formulas = compiled.load(shipped_root())
+    return lambda rec, tokens, **kw: ledger.forward_record(rec, catalog.templates, tokens, formulas=formulas, **kw)
+
+
+def test_ledger_stores_the_checkpoint_parameters(record, run):
+    result = run(record, 4)
+    assert result.template == "operators:hybrid_mla_moe" and result.warnings == []
+    assert result.totals["parameters"] == REPORTED
+
+
+def test_decode_step_by_hand(record, run):
+    """One decode step (B = 1, S = 1) after 8,191 cached tokens, absorbed MLA (the decode path)."""
+    rows = {r.name: r for r in run(record, 1, history=8191).rows}
+    # the 7 MLA layers read the latent of 512 + 64 elements per cached token, BF16
+    assert rows["attention_scores"].kv_read_bytes == 7 * 8191 * 576 * 2 == 66_052_224
+    # scores over the latent: 2 FLOPs x 32 heads x 576 x 8192 cells (8191 cached + the new token) per layer
+    assert rows["attention_scores"].attention_matrix_flops == 7 * 2 * 32 * 576 * 8192
+    # the 20 KDA layers read and write their state (32 heads x 128 x 128) and convolution windows (3 columns of q, k, v)
+    assert rows["kda_recurrence"].kv_read_bytes == rows["kda_recurrence"].kv_write_bytes == 20 * 32 * 128 * 128 * 2
+    assert rows["kda_conv"].kv_read_bytes == 20 * 3 * 3 * 4096 * 2
+    # together: the 1,122,304 B per KDA layer the record's notes state (FX800 in BF16)
+    assert (rows["kda_recurrence"].kv_read_bytes + rows["kda_conv"].kv_read_bytes) // 20 == 1_122_304
+    assert rows["kda_recurrence"].matrix_flops == 20 * 3 * 2 * 32 * 128 * 128     # 3 MACs per state element
+    assert rows["q_proj"].matrix_flops == 7 * 2 * 2304 * 32 * 192                  # no query compression
+    assert rows["expert_gate_up_proj"].matrix_flops == 26 * 2 * 8 * 2304 * 2 * 1024
+    assert "rope" not in rows                                                      # mla_use_nope: no rotary embedding
+
+
+def test_prefill_runs_mla_expanded_and_reads_no_state(record, run):
+    result = run(record, 16)
+    rows = {r.name: r for r in result.rows}
+    assert "kv_b_expand" in rows and "q_absorb" not in rows
+    assert rows["kda_recurrence"].kv_read_bytes == 0 and rows["kda_conv"].kv_read_bytes == 0
+    assert rows["kda_recurrence"].kv_write_bytes == 20 * 32 * 128 * 128 * 2
+    # causal cells of 16 new tokens: 16 x 17 / 2 = 136 per head; expanded scores over 192 = 128 + 64 dimensions
+    assert rows["attention_scores_expanded"].attention_matrix_flops == 7 * 2 * 32 * 192 * 136
+
+
+def test_a_compressed_query_kda_model_is_refused_by_name(record, run):
+    import copy
+
+    other = copy.deepcopy(record)
+    other["derived"]["mla"]["q_lora_rank"] = 1536
+    with pytest.raises(InputError, match="the forward ledger has no operator template for it yet"):
+        run(other, 1)

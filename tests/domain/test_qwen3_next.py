@@ -112,8 +112,8 @@ def test_shipped_record_and_cli(capsys, tmp_path):
     assert shown["computed"]["total"] == LANGUAGE_MODEL and shown["computed"]["reproduces_reference"] is True
     assert main(["calc", "kv-concurrency", "--model", "qwen3-next-80b-a3b", "--device", "h100-sxm"]) == 2
     assert "is a hybrid" in capsys.readouterr().err
-    assert main(["forward", "--model", "kimi-linear-48b-a3b", "--tokens", "8"]) == 2
-    assert "the forward ledger has no operator template for it yet" in capsys.readouterr().err
+    assert main(["forward", "--model", "qwen3-next-80b-a3b", "--tokens", "8", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["template"] == "operators:hybrid_moe"
     path = tmp_path / "config.json"
     path.write_text(json.dumps(CONFIG))
     assert main(["model", "import", str(path), "--id", "q", "--params", str(LANGUAGE_MODEL), "--out", str(tmp_path)]) == 0
