@@ -49,7 +49,9 @@ def test_every_shipped_record_loads_and_passes_the_cross_field_rules(k):
 def test_the_issue_list_of_accelerators_is_covered(k):
     wanted = ["a100-sxm-80gb", "h100-sxm", "h100-pcie", "h200", "h20", "b200", "gb200", "l40s", "l4", "rtx-4090", "rtx-5090",
               "mi250x", "mi300x", "mi325x", "mi355x", "gaudi2", "gaudi3", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e",
-              "ascend-910b", "ascend-910c"]
+              "ascend-910b", "ascend-910c",
+              # issue #13's additions
+              "a100-sxm-40gb", "b300", "gb300", "mi350x", "tpu7x", "trainium3", "ascend-950dt"]
     assert [w for w in wanted if f"hw:{w}" not in k.hardware] == []
 
 
@@ -78,6 +80,13 @@ DATASHEET = [
     ("tpu7x", "fp8", "dense", "unstated", 4614e12, "Cloud TPU7x (Ironwood) table: Peak compute per chip (FP8) (TFLOPs) 4614"),
     ("trainium3", "bf16", "dense", "unstated", 671e12, "AWS Neuron docs, Trainium3: 671 BF16/FP16/TF32 TFLOPS"),
     ("trainium3", "fp4", "dense", "unstated", 2517e12, "AWS Neuron docs, Trainium3: 2,517 MXFP8/MXFP4 TFLOPS"),
+    ("b300", "fp4", "dense", "unstated", 14e15, "Blackwell Ultra datasheet, HGX B300: FP4 Tensor Core 18 | 14 PFLOPS (sparse | dense)"),
+    ("b300", "bf16", "sparse_2_4", "fp32", 4.5e15, "Blackwell Ultra datasheet, HGX B300: FP16/BF16 Tensor Core 4.5 PFLOPS (with sparsity)"),
+    ("gb300", "fp4", "dense", "unstated", 15e15, "Blackwell Ultra datasheet, GB300: FP4 Tensor Core 20 | 15 PFLOPS; NVIDIA blog: 15 PetaFLOPS dense NVFP4"),
+    ("gb300", "fp8", "sparse_2_4", "unstated", 10e15, "Blackwell Ultra datasheet, GB300: FP8/FP6 Tensor Core 10 PFLOPS (with sparsity)"),
+    ("mi350x", "fp4", "dense", "fp32", 9227.5e12, "AMD MI350X brochure: Peak MXFP4 9.2275 PFLOPs"),
+    ("mi350x", "fp32", "dense", "fp32", 144.2e12, "AMD MI350X: Peak FP32 Vector 144.2 TFLOPs"),
+    ("ascend-950dt", "fp4", "dense", "unstated", 2e15, "Huawei Connect 2025 keynote as reported: 950DT two petaflops of FP4 (MXFP4 2 PFLOPS)"),
 ]
 
 
@@ -98,6 +107,12 @@ DERIVED = [
     ("gb200", "fp4", 40e15 / 2 / 2, "GB200 superchip: FP4 40 PFLOPS with sparsity; 40 / 2 / 2 = 10 PFLOPS"),
     ("mi250x", "bf16", 383e12 / 2, "MI250X module: bfloat16 383 TFLOPs; per GCD 383 / 2 = 191.5"),
     ("ascend-910c", "bf16", 752e12 / 2, "CloudMatrix384 paper: about 752 TFLOPS per package; per die 376"),
+    ("b300", "bf16", 4.5e15 / 2, "Blackwell Ultra datasheet, HGX B300: FP16/BF16 4.5 PFLOPS with sparsity; dense = 2.25 (Verda: 2.25 without sparsity)"),
+    ("gb300", "bf16", 5e15 / 2, "Blackwell Ultra datasheet, GB300: FP16/BF16 5 PFLOPS with sparsity; dense = 2.5 (GB300 NVL72: 360 PFLOPS sparse / 72 / 2 = 2.5)"),
+    ("b300", "int8", 307e12 / 2, "Blackwell Ultra datasheet, HGX B300: INT8 307 TOPS with sparsity; dense = 153.5 (Verda: 0.15 POPS without sparsity)"),
+    ("mi350x", "bf16", round(256 * 4096 * 2.2e9, -11), "256 CUs x 4,096 BF16 FLOP per clock x 2.2 GHz = 2,306.87 TFLOPS, to AMD's 0.1 TFLOPS 2,306.9; AMD: Peak bfloat16 2.3 PFLOPs"),
+    ("mi350x", "fp8", round(256 * 8192 * 2.2e9, -11), "256 CUs x 8,192 FP8 FLOP per clock x 2.2 GHz = 4,613.73 TFLOPS, to 0.1 TFLOPS 4,613.7; AMD brochure: OCP-FP8 4.614 PFLOPs"),
+    ("ascend-950dt", "fp8", 1e15, "Huawei Connect 2025 as reported: 1 PFLOPS FP8 per chip; Atlas 950 SuperPoD 8 EFLOPS / 8,192 chips = 0.98"),
 ]
 
 
@@ -366,3 +381,26 @@ def test_tpu_host_links_are_the_scaling_book_figures(dev):
     links = {name: hardware.quantity(dev[f"hw:{name}"].record["host_link"]["unspecified_direction"], "B/s")
              for name in ("tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e")}
     assert links == {"tpu-v4": 1.6e10, "tpu-v5e": 1.6e10, "tpu-v5p": 1.6e10, "tpu-v6e": 3.2e10}
+
+
+def test_datasheet_host_links_per_direction(dev):
+    """The datasheets' host-link rows count both directions: H100/H200 'PCIe Gen5: 128GB/s', L40S 'PCIe Gen4 x16: 64GB/s
+    bidirectional', Blackwell Ultra HGX B300 'PCIe Gen6 256 GB/s', MI350X '1 x PCIe Gen5 x16, 128 GB/s'. One way is half:
+    PCIe Gen5 x16 is 32 GT/s x 16 lanes / 8 = 64 GB/s, Gen4 32 GB/s, Gen6 128 GB/s before encoding and FLIT overhead."""
+    def one_way(name):
+        return hardware.quantity(dev[f"hw:{name}"].record["host_link"]["per_direction"], "B/s")
+    assert {n: one_way(n) for n in ("h100-sxm", "h100-nvl", "h200", "h200-nvl", "mi300x", "mi355x", "mi350x")} == dict.fromkeys(
+        ("h100-sxm", "h100-nvl", "h200", "h200-nvl", "mi300x", "mi355x", "mi350x"), 32e9 * 16 / 8)
+    assert one_way("l40s") == 16e9 * 16 / 8 == 32e9
+    assert one_way("b300") == 64e9 * 16 / 8 == 128e9
+    assert one_way("a100-sxm-40gb") == 32e9
+
+
+def test_blackwell_ultra_and_cdna4_memory(dev):
+    assert dev["hw:b300"].memory_bytes == 270e9 and dev["hw:b300"].bandwidth == 7.7e12   # datasheet HGX B300: 270 GB, 7.7 TB/s
+    assert dev["hw:gb300"].memory_bytes == 279e9 and dev["hw:gb300"].bandwidth == 8e12   # datasheet GB300: 279 GB, 8 TB/s
+    assert dev["hw:mi350x"].memory_bytes == 288e9 and dev["hw:mi350x"].bandwidth == 8e12  # AMD: 288GB HBM3E, 8 TB/s
+    assert dev["hw:ascend-950dt"].memory_bytes == 144e9                                  # HiZQ 2.0: 144 GB, 4 TB/s
+    # GB300 NVL72 rack: 20 TB over 72 GPUs = 277.8 GB, within 0.5% of the datasheet's 279 GB per GPU
+    assert 20e12 / 72 == pytest.approx(dev["hw:gb300"].memory_bytes, rel=0.005)
+    assert dev["hw:gb300"].tdp_w == 1400 and dev["hw:b300"].tdp_w == 1100 and dev["hw:mi350x"].tdp_w == 1000
