@@ -217,7 +217,15 @@ KDA = ("Kimi Delta Attention (KDA) hybrid linear attention outside the kimi_line
        "interleaved with MLA layers")
 DSA = ("DeepSeek Sparse Attention outside the deepseek_v32 layout: a lightning indexer with its own weights that picks the top-k "
        "cached tokens each query attends to")
+DEEPSEEK_V4 = ("DeepSeek-V4 (compressed attention: a 128-token sliding window in every layer, compressed KV blocks of 4 tokens "
+               "with a lightning indexer or of 128 tokens without one (compress_ratios), grouped low-rank output projections, "
+               "hyper-connections and hash-routed MoE layers)")
+KIMI_K3 = ("Kimi K3 (a KDA/MLA hybrid beyond the kimi_linear layout: compressed MLA queries with an output gate, full-rank KDA "
+           "gates and a latent MoE whose routed experts work in a narrower hidden size)")
 UNCOUNTED_KEYS = {
+    # DeepSeek-V4 first: its index_topk would otherwise be named as DeepSeek-V3.2's sparse attention
+    "compress_ratios": DEEPSEEK_V4, "hc_mult": DEEPSEEK_V4, "num_hash_layers": DEEPSEEK_V4, "o_groups": DEEPSEEK_V4,
+    "routed_expert_hidden_size": KIMI_K3, "latent_moe_use_norm": KIMI_K3, "mla_use_output_gate": KIMI_K3,
     "linear_num_key_heads": GATED_DELTANET, "linear_num_value_heads": GATED_DELTANET, "linear_key_head_dim": GATED_DELTANET,
     "linear_value_head_dim": GATED_DELTANET, "linear_conv_kernel_dim": GATED_DELTANET, "full_attention_interval": GATED_DELTANET,
     "linear_attn_config": KDA,
@@ -227,9 +235,10 @@ UNCOUNTED_KEYS = {
 }
 UNCOUNTED_LAYER_TYPES = {"linear_attention": GATED_DELTANET}
 UNCOUNTED_MODEL_TYPES = {
-    "mamba": MAMBA, "mamba2": MAMBA, "jamba": MAMBA,
+    "mamba": MAMBA, "mamba2": MAMBA, "jamba": MAMBA, "deepseek_v4": DEEPSEEK_V4, "kimi_k3": KIMI_K3,
 }
 UNCOUNTED_CLASSES = {
 
     "MambaForCausalLM": MAMBA, "Mamba2ForCausalLM": MAMBA, "JambaForCausalLM": MAMBA,
+    "DeepseekV4ForCausalLM": DEEPSEEK_V4, "KimiK3ForConditionalGeneration": KIMI_K3,
 }

@@ -62,6 +62,25 @@ DEEPSEEK_V32 = {
     "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
     "index_n_heads": 64, "index_head_dim": 128, "index_topk": 2048,
 }
+# deepseek-ai/DeepSeek-V4-Flash config.json at 60d8d70770c6776ff598c94bb586a859a38244f1 (the architecture fields, as a
+# third-party mission log copies the file verbatim: 43 layers, compress_ratios of 44 entries with 21 of 4, 20 of 128, 3 of 0)
+DEEPSEEK_V4_FLASH = {
+    "architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "hidden_size": 4096, "num_hidden_layers": 43,
+    "num_attention_heads": 64, "num_key_value_heads": 1, "head_dim": 512, "q_lora_rank": 1024, "o_lora_rank": 1024,
+    "o_groups": 8, "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 6, "moe_intermediate_size": 2048,
+    "num_hash_layers": 3, "hc_mult": 4, "index_head_dim": 128, "index_n_heads": 64, "index_topk": 512, "sliding_window": 128,
+    "compress_ratios": [0, 0] + [4, 128] * 20 + [4, 0], "qk_rope_head_dim": 64, "vocab_size": 129280,
+}
+# moonshotai/Kimi-K3 config.json at 9f62e4e9fffbd0a83ddd60e1c209d828994b3569 (the wrapper and the text_config's
+# architecture fields, as a third-party inspection report prints the raw file)
+KIMI_K3 = {
+    "architectures": ["KimiK3ForConditionalGeneration"], "model_type": "kimi_k3",
+    "text_config": {"architectures": ["KimiLinearForCausalLM"], "model_type": "kimi_linear", "hidden_size": 7168,
+                    "num_hidden_layers": 93, "num_attention_heads": 96, "q_lora_rank": 1536, "kv_lora_rank": 512,
+                    "mla_use_output_gate": True, "num_experts": 896, "num_experts_per_token": 16, "num_shared_experts": 2,
+                    "moe_intermediate_size": 3072, "routed_expert_hidden_size": 3584, "latent_moe_use_norm": True,
+                    "hidden_act": "situ"},
+}
 TAIL = "The engine cannot count this architecture exactly yet, so it refuses the config rather than count it as a dense model"
 
 
@@ -82,11 +101,19 @@ def shipped() -> dict:
      "Kimi Delta Attention (KDA) hybrid linear attention outside the kimi_linear layout"),
     (JAMBA, "mamba_d_state", "a Mamba (state-space) model outside the nemotron_h layout (Jamba, Mamba, Mamba-2)"),
     (DEEPSEEK_V32, "index_topk", "DeepSeek Sparse Attention outside the deepseek_v32 layout"),
-], ids=["gdn-in-qwen3-moe", "kimi-linear", "jamba", "deepseek-v3.2"])
+    (DEEPSEEK_V4_FLASH, "compress_ratios", "DeepSeek-V4 (compressed attention"),
+    (KIMI_K3["text_config"], "routed_expert_hidden_size", "Kimi K3 (a KDA/MLA hybrid beyond the kimi_linear layout"),
+], ids=["gdn-in-qwen3-moe", "kimi-linear", "jamba", "deepseek-v3.2", "deepseek-v4-flash", "kimi-k3-text"])
 def test_published_configs_are_refused_by_field_and_architecture(cfg, field, arch):
     message = refusal(copy.deepcopy(cfg))
     assert message.startswith(f"{field}: is present and shows {arch}")
     assert message.endswith(TAIL)
+
+
+def test_newer_wrappers_are_refused_by_model_type_before_unwrapping():
+    # the Kimi K3 wrapper is named as what it is, not as an unknown multimodal wrapper
+    assert refusal(copy.deepcopy(KIMI_K3)).startswith("model_type: 'kimi_k3' shows Kimi K3 (a KDA/MLA hybrid")
+    assert refusal({"model_type": "deepseek_v4"}).startswith("model_type: 'deepseek_v4' shows DeepSeek-V4")
 
 
 def test_a_known_model_type_does_not_hide_linear_attention(shipped):
