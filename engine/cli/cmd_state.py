@@ -13,7 +13,7 @@ EXAMPLES = """examples:
   aiinfra state --model qwen3-8b --context 32768
   aiinfra state --model gemma-3-27b-it --context 131072 --device h100-sxm --kv-bytes 1
   aiinfra state --model deepseek-v3 --context 8192 --device h200 --weight-bytes 1 --format json
-  aiinfra state --model qwen3-next-80b-a3b --context 262144 --device h200
+  aiinfra state --model qwen3-next-80b-a3b --context 262144 --device h200 --tp 2
   aiinfra state --config Nemotron-H-8B-Base-8K/config.json --context 8192 --state-bytes 4
 """
 
@@ -34,6 +34,9 @@ def add_parsers(verbs, Parser, shared) -> None:
     p.add_argument("--kv-bytes", metavar="B", default="2", help="bytes per cached K/V element (default 2, BF16; 1 for FP8)")
     p.add_argument("--state-bytes", metavar="B", help="bytes per recurrent-state element of linear-attention or Mamba layers (default: 4 where "
                                                     "the config keeps the state in float32, mamba_ssm_dtype, else 2, BF16)")
+    p.add_argument("--tp", metavar="N", default="1", help="GPUs of one tensor-parallel replica for --device (default 1): each holds "
+                                                          "1/N of the weights, its share of every request's K/V heads (FX73), "
+                                                          "the whole MLA latent, 1/N of a recurrent state")
     p.add_argument("--weight-bytes", metavar="B", help="bytes per weight for --device (default: the record's stored weight bytes where it has "
                                                       "them, e.g. gpt-oss-20b's MXFP4 experts; else 2, BF16)")
     shared(p, False)
@@ -48,7 +51,10 @@ def run(args) -> int:
     root = root_of(args)
     context = _whole(args.context, "--context")
     kv_bytes = _number(args.kv_bytes, "--kv-bytes")
+    tp = _whole(args.tp, "--tp")
     if args.config:
+        if tp != 1:
+            raise InputError("--tp", "applies with --device and --model")
         if args.device:
             raise InputError("--device", "needs --model: a hybrid config's parameters are not counted exactly yet, so the weights' bytes are unknown")
         config = _read_config(args.config)
@@ -72,7 +78,10 @@ def run(args) -> int:
         dev = hardware.find(load_single_folder(root, "hardware"), args.device, "--device")
         given = None if args.weight_bytes is None else _number(args.weight_bytes, "--weight-bytes")
         weights, source = state.weight_storage(record, given)
-        fit = state.fit_requests(result, record["parameters"]["total"], dev.memory_bytes, dev.short_id, stored_bytes=weights, source=source)
+        fit = state.fit_requests(result, record["parameters"]["total"], dev.memory_bytes, dev.short_id, stored_bytes=weights, source=source,
+                                 tp=tp, request_bytes_per_gpu=state.per_gpu_bytes(record, result, tp, root))
+    elif tp != 1:
+        raise InputError("--tp", "needs --device: the split applies to the requests that fit beside the weights")
     emit(_render(result, fit, getattr(args, "format", "text") or "text"))
     return 0
 
@@ -131,6 +140,13 @@ def _render(result, fit, fmt: str) -> str:
     head = f"{result.model.split(':', 1)[-1]}: persistent bytes of one request at {result.context_tokens} tokens (K/V {result.kv_bytes:g} B per element)"
     lines = [f"## {head}" if fmt == "md" else head, "", table(rows, _COLUMNS, "md" if fmt == "md" else "text")]
     if fit:
-        lines += ["", f"{fit.device}: {_gib(fit.memory_bytes)} - weights {_gib(fit.weight_bytes)} = {_gib(fit.free_bytes)} free; "
-                      f"{fit.requests} request{'' if fit.requests == 1 else 's'} of {result.total} B fit", f"weights: {fit.weight_source}"]
+        if fit.tp > 1:
+            lines += ["", f"TP {fit.tp}: per {fit.device}, {_gib(fit.memory_bytes)} - weights {_gib(fit.weight_bytes)} (1/{fit.tp}) = "
+                          f"{_gib(fit.free_bytes)} free; each request holds {fit.request_bytes_per_gpu:.0f} B on every GPU "
+                          f"(K/V heads sharded per FX73, MLA latent replicated, recurrent heads split): "
+                          f"{fit.requests} request{'' if fit.requests == 1 else 's'} per replica of {fit.tp} GPUs",
+                      f"weights: {fit.weight_source}"]
+        else:
+            lines += ["", f"{fit.device}: {_gib(fit.memory_bytes)} - weights {_gib(fit.weight_bytes)} = {_gib(fit.free_bytes)} free; "
+                          f"{fit.requests} request{'' if fit.requests == 1 else 's'} of {result.total} B fit", f"weights: {fit.weight_source}"]
     return "\n".join(lines).rstrip("\n")

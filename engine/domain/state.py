@@ -110,6 +110,8 @@ class Fit:
     free_bytes: float
     requests: int
     weight_source: str = ""   # where weight_bytes comes from: the record's storage block or --weight-bytes
+    tp: int = 1               # GPUs of one tensor-parallel replica; memory, weights and free bytes are per GPU
+    request_bytes_per_gpu: float = 0  # one request's bytes on each of them (all of it when tp = 1)
 
 
 DEFAULT_WEIGHT_BYTES = 2  # BF16
@@ -136,10 +138,12 @@ def weight_storage(record: dict, weight_bytes: float | None = None) -> tuple[flo
 
 
 def fit_requests(state: RequestState, parameters: int, memory_bytes: float, device: str, weight_bytes: float = 2, *,
-                 stored_bytes: float | None = None, source: str = "") -> Fit:
+                 stored_bytes: float | None = None, source: str = "", tp: int = 1, request_bytes_per_gpu: float | None = None) -> Fit:
     """Whole requests whose state fits in ``memory_bytes`` less the weights.
 
-    The weights are ``stored_bytes`` when given (``weight_storage``), else parameters x weight_bytes.
+    The weights are ``stored_bytes`` when given (``weight_storage``), else parameters x weight_bytes. With ``tp`` > 1
+    each GPU of the replica holds 1/tp of the weights and ``request_bytes_per_gpu`` of every request
+    (``per_gpu_bytes``); the count is the replica's, every request spanning its tp GPUs.
     """
     if stored_bytes is None:
         if not weight_bytes > 0:
@@ -148,11 +152,62 @@ def fit_requests(state: RequestState, parameters: int, memory_bytes: float, devi
         source = source or f"{parameters} parameters x {weight_bytes:g} B"
     else:
         weights = stored_bytes
+    per_request = state.total if request_bytes_per_gpu is None else request_bytes_per_gpu
+    weights = weights / tp  # an even split (norms and routers, replicated on every rank, are left out)
     free = memory_bytes - weights
     if free <= 0:
+        hint = "" if tp > 1 else "; give --tp N to split them over a tensor-parallel replica"
         raise InputError("--device", f"{device} holds {memory_bytes:.4g} B, less than the {weights:.4g} B of weights "
-                                     f"({source}): no room for any request")
-    return Fit(device, memory_bytes, weights, free, int(free // state.total), source)
+                                     f"({source}{f', / {tp} GPUs' if tp > 1 else ''}): no room for any request{hint}")
+    return Fit(device, memory_bytes, weights, free, int(free // per_request), source, tp, per_request)
+
+
+def per_gpu_bytes(record: dict, state: RequestState, tp: int, root=None) -> float:
+    """Bytes one request holds on each GPU of a ``tp``-way tensor-parallel replica, kind by kind.
+
+    K/V of attention layers: FX73 (heads shard over the ranks; past kv_heads ranks each KV head is
+    replicated, so the share stops at 1/kv_heads); the MLA latent and DSA indexer keys: replicated
+    on every rank (FX73, mla); a recurrent state: its heads shard evenly, as vLLM splits Gated DeltaNet,
+    KDA and Mamba-2 heads (and Mamba-2's groups) over the ranks, so ``tp`` must divide them.
+    """
+    from engine.domain.model_count import formula_module
+    from engine.numeric.evaluate import evaluate
+
+    if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
+        raise InputError("--tp", f"expected a whole number of GPUs >= 1, got {tp!r}")
+    if tp == 1:
+        return state.total
+    module, cfg, d = formula_module(root), record["config"], record["derived"]
+    heads, kv_heads = cfg["num_attention_heads"], cfg.get("num_key_value_heads") or cfg["num_attention_heads"]
+    if heads % tp or (d["attention"] == "gqa" and kv_heads % tp and tp % kv_heads):
+        raise InputError("--tp", f"{tp} must divide the {heads} attention heads of {record['id']}"
+                                 + (f" and divide or be a multiple of its {kv_heads} KV heads" if d["attention"] == "gqa" else ""))
+
+    def fx73(**given) -> float:
+        (value,) = (o.value for o in evaluate(module.FORMULAS["FX73"], module, given).outputs.values())
+        return float(value)
+
+    total = 0.0
+    for row in state.rows:
+        if row.kind in ("full_attention", "sliding_attention"):
+            given = {"attention": d["attention"], "kv_bytes_per_token": row.bytes_per_request, "tp_size": tp}
+            if d["attention"] == "mha":
+                given["heads"] = cfg["num_attention_heads"]
+            elif d["attention"] == "gqa":
+                given["kv_heads"] = cfg.get("num_key_value_heads") or cfg["num_attention_heads"]
+            total += fx73(**given)
+        elif row.kind in ("mla_latent", "indexer_keys"):
+            total += row.bytes_per_request
+        else:  # recurrent
+            lin, mamba = d.get("linear_attention") or {}, d.get("mamba") or {}
+            counts = ({"key heads": lin["key_heads"], "value heads": lin["value_heads"]} if lin else
+                      {"Mamba-2 heads": mamba["heads"], "Mamba-2 groups": mamba["groups"]})
+            for what, n in counts.items():
+                if n % tp:
+                    raise InputError("--tp", f"{tp} does not divide the {n} {what} of {record['id']}'s recurrent layers, "
+                                             "which shard evenly over the ranks")
+            total += row.bytes_per_request / tp
+    return total
 
 
 # ------------------------------------------------------------------ hybrid configs (not records)

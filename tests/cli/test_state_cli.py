@@ -87,3 +87,43 @@ def test_hybrid_config(tmp_path, capsys):
     assert code == 2 and "--device" in err and len(err.strip().splitlines()) == 1
     code, out, err = run(["state", "--config", str(tmp_path / "missing.json"), "--context", "10"], capsys)
     assert code == 2 and "--config" in err
+
+
+def test_tensor_parallel_replica_by_hand(capsys):
+    """--tp N: each GPU holds 1/N of the weights and its share of every request.
+    Nemotron-H-8B at 8192 tokens (FX801's worked example: K/V 134,217,728 B in 4 attention layers of 8 KV heads,
+    state 51,806,208 B in 24 Mamba-2 layers of 128 heads and 8 groups) on L4s (24 GB, datasheet) at TP 2:
+    per GPU K/V 134,217,728 / 2 (FX73: 8 KV heads over 2 ranks) + state 51,806,208 / 2 = 93,011,968 B;
+    free 24e9 - 8,100,852,736 x 2 / 2 = 15,899,147,264 B; 15,899,147,264 // 93,011,968 = 170 requests per replica."""
+    code, out, _ = run(["state", "--model", "nemotron-h-8b", "--context", "8192", "--device", "l4", "--tp", "2", "--format", "json"], capsys)
+    assert code == 0
+    fit = json.loads(out)["device"]
+    assert (fit["tp"], fit["request_bytes_per_gpu"], fit["weight_bytes"]) == (2, 93_011_968, 8_100_852_736)
+    assert fit["requests"] == 170
+
+
+def test_tensor_parallel_keeps_the_mla_latent_whole(capsys):
+    """Kimi Linear at 131072 tokens, TP 2 on H100 SXM (80 GB): the latent (7 layers x 576 x 2 B = 8064 B per token,
+    x 131072 = 1,056,964,608 B) is on both GPUs; the 20 KDA states (1,122,304 B each) split: 11,223,040 B per GPU;
+    (80e9 - 49,122,681,728) // 1,068,187,648 = 28 requests."""
+    code, out, _ = run(["state", "--model", "kimi-linear-48b-a3b", "--context", "131072", "--device", "h100-sxm", "--tp", "2",
+                        "--format", "json"], capsys)
+    assert code == 0
+    fit = json.loads(out)["device"]
+    assert fit["request_bytes_per_gpu"] == 1_056_964_608 + 11_223_040 and fit["requests"] == 28
+
+
+def test_weights_past_one_device_point_to_tp(capsys):
+    # Qwen3-Next-80B-A3B in BF16: 79,674,391,296 x 2 B = 159.3 GB, more than an H200's 141 GB
+    code, _, err = run(["state", "--model", "qwen3-next-80b-a3b", "--context", "8192", "--device", "h200"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "give --tp N" in err
+
+
+@pytest.mark.parametrize("argv, field", [
+    (["--model", "nemotron-h-8b", "--context", "8192", "--device", "l4", "--tp", "3"], "--tp: 3 must divide the 32 attention heads"),
+    (["--model", "qwen3-8b", "--context", "8192", "--tp", "2"], "--tp: needs --device"),
+    (["--model", "qwen3-8b", "--context", "8192", "--device", "l4", "--tp", "0"], "--tp: expected a whole number >= 1"),
+])
+def test_bad_tp(capsys, argv, field):
+    code, _, err = run(["state", *argv], capsys)
+    assert code == 2 and err.startswith(f"aiinfra: error: {field}") and err.count("\n") == 1
