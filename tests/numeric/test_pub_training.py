@@ -185,3 +185,36 @@ def test_training_duration_selective_recompute_overhead(capsys):
     assert abs(d["outputs"]["recompute_flops_overhead"]["value"] - 0.027) <= 0.0005
     # GPT-3: 6 x 175e9 x 300e9 = 3.15e23 model FLOPs (hand arithmetic), unchanged by the new output
     assert d["outputs"]["train_flops"]["value"] == pytest.approx(3.15e23)
+
+
+def test_book_calculator_activation_rule_is_a_named_alternative():
+    """The book's memory calculator: activations = factor x s·b·h / t per layer, factor 34 + 5as/h (none), 11
+    (selective), 2 (full), every term divided by TP (BOOK.md, memory.training_memory). GPT-3 175B shape (Brown et al.
+    2020: h 12288, 96 heads, s 2048), t = 8: sbh = 25,165,824; 5·96·2048/12288 = 80."""
+    sbh = 2048 * 12288
+    shape = dict(seq_len=2048, micro_batch=1, hidden=12288, heads=96, tp_size=8)
+    none = value("FX413", "activation_bytes_per_layer_book", recompute="none", **shape)
+    assert none == sbh * (34 + 80) / 8 == 358_612_992
+    # "divide all by TP" is Korthikanti et al. Eq. 4, tensor plus sequence parallelism: F5 with sp_degree = t
+    assert none == value("F5", "activation_bytes_per_layer", recompute="none", sp_degree=8, act_bytes_attn=5, **shape)
+    # without sequence parallelism F5 keeps the 10sbh outside the TP regions whole: 10 + 24/8 + 80/8 = 23 per sbh
+    assert value("F5", "activation_bytes_per_layer", recompute="none", act_bytes_attn=5, **shape) == sbh * 23
+    assert value("FX413", "activation_bytes_per_layer_book", recompute="selective", **shape) == sbh * 11 / 8 == 34_603_008
+    assert value("FX413", "activation_bytes_per_layer_book", recompute="full", **shape) == sbh * 2 / 8
+
+
+def test_training_memory_json_carries_the_score_term_and_the_book_rule(capsys):
+    """Llama-3.1-70B (64 heads, h 8192) at s 8192, b 1, TP 8, selective: the attention-score term FX411 is
+    5 x 64 x 8192^2 / 8 = 2,684,354,560 B per layer (what selective recomputation avoids storing); the book's
+    selective tier 11 x 8192 x 8192 / 8 = 92,274,688 B; F5 (Korthikanti, no SP) (10 + 24/8) x 8192^2 = 872,415,232 B."""
+    import json
+
+    from engine.cli.main import main
+
+    assert main(["calc", "training-memory", "--model", "llama-3.1-70b", "--device", "h100-sxm", "--set", "tp_size=8", "--set", "pp_size=4",
+                 "--set", "dp_size=32", "--set", "seq_len=8192", "--set", "micro_batch=1", "--set", "recompute=selective",
+                 "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)["outputs"]
+    assert out["attn_score_activation_bytes_per_layer"]["value"] == 2_684_354_560
+    assert out["activation_bytes_per_layer_book"]["value"] == 92_274_688
+    assert out["activation_bytes_per_layer"]["value"] == 13 * 8192 * 8192 == 872_415_232
