@@ -85,6 +85,10 @@ def _document(d: hardware.Device, md: bool) -> str:
         out.append(f"Usable (driver-reported): {text} ({number(size)} B = {friendly(size, 'B')}), what serving engines budget from [{source}]")
     if d.interconnect:
         out.append("Interconnect: " + _link(d.interconnect))
+    if d.record.get("ici_link"):
+        ici = d.record["ici_link"]
+        out.append(f"ICI link (one link, one axis): {ici['per_direction']} per direction, {ici['bidirectional']} both directions; "
+                   f"{ici['topology']} [{ici['source']}]")
     if d.record.get("host_link"):
         out.append("Host link: " + _link(d.record["host_link"]))
     if d.tdp_w:

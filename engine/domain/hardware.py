@@ -209,7 +209,7 @@ def record_problems(record: dict) -> list[tuple[str, str]]:
     counted = device.counted_as
     if counted["per_package"] > 1 and not counted.get("package"):
         out.append(("counted_as.package", f"per_package is {counted['per_package']}; name the package the records share"))
-    for name in ("interconnect", "host_link"):
+    for name in ("interconnect", "host_link", "ici_link"):
         link = record.get(name) or {}
         if "per_direction" in link and "bidirectional" in link:
             one, both = quantity(link["per_direction"], "B/s"), quantity(link["bidirectional"], "B/s")
@@ -230,7 +230,7 @@ def _quantities(record: dict):
     yield "memory.bandwidth", mem["bandwidth"], "B/s"
     for i, p in enumerate(record["peaks"]):
         yield f"peaks[{i}].value", p["value"], "FLOP/s"
-    for link in ("interconnect", "host_link"):
+    for link in ("interconnect", "host_link", "ici_link"):
         for key in ("per_direction", "bidirectional", "unspecified_direction"):
             if key in record.get(link, {}):
                 yield f"{link}.{key}", record[link][key], "B/s"

@@ -56,7 +56,7 @@ def test_list_json_has_canonical_numbers_and_nulls(capsys, sysroot):
     assert rows["dgx-b200"]["max_power_w"] == 14_300                 # 14.3 kW max.
     assert rows["dgx-b200"]["gpu_power_w"] == 8 * 1000               # 8 x B200 at 1,000 W
     assert rows["dgx-b200"]["compute_nic_Bps"] == 8 * 400e9 / 8      # 8 x 400 Gb/s = 400 GB/s
-    assert rows["dgx-h100"]["max_power"] is None and rows["dgx-h100"]["max_power_w"] is None
+    assert rows["dgx-h100"]["max_power"] == "10.2kW" and rows["dgx-h100"]["max_power_w"] == 10_200   # DGX H100 datasheet: ~10.2 kW max
     assert rows["dgx-h100"]["gpu_memory_bytes"] == 640e9             # BasePOD: 640 GB total GPU memory
 
 
@@ -82,8 +82,18 @@ def test_show_text(capsys, sysroot):
     assert "Rack units: 10U [" in out and "https://docs.nvidia.com/dgx/dgxb200-user-guide/introduction-to-dgxb200.html" in out
 
 
-def test_show_says_what_is_not_recorded(capsys, sysroot):
-    code, out, _ = run([*sysroot, "system", "show", "sys:dgx-h100", "--format", "md"], capsys)
+def test_show_says_what_is_not_recorded(capsys, tmp_path):
+    # a system record without its power figures (the shipped DGX H100 less max_power, power_supplies, rack_units)
+    import yaml
+
+    for folder in ("systems", "hardware"):
+        shutil.copytree(ROOT / "knowledge" / folder, tmp_path / "knowledge" / folder)
+    path = tmp_path / "knowledge" / "systems" / "dgx-h100.yaml"
+    record = yaml.safe_load(path.read_text())
+    for key in ("max_power", "power_supplies", "rack_units"):
+        record.pop(key)
+    path.write_text(yaml.safe_dump(record, sort_keys=False, allow_unicode=True))
+    code, out, _ = run(["--root", str(tmp_path), "system", "show", "sys:dgx-h100", "--format", "md"], capsys)
     assert code == 0 and out.startswith("# sys:dgx-h100 · NVIDIA DGX H100 (NVIDIA)")
     assert "Max system power: not recorded (no vendor figure read); give node_power to calc power-tco with --set" in out
     assert "8 x 700W TDP = 5.6 kW" in out                            # H100 SXM datasheet: 700 W

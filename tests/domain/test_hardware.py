@@ -393,7 +393,8 @@ def test_datasheet_host_links_per_direction(dev):
         ("h100-sxm", "h100-nvl", "h200", "h200-nvl", "mi300x", "mi355x", "mi350x"), 32e9 * 16 / 8)
     assert one_way("l40s") == 16e9 * 16 / 8 == 32e9
     assert one_way("b300") == 64e9 * 16 / 8 == 128e9
-    assert one_way("a100-sxm-40gb") == 32e9
+    assert one_way("a100-sxm-40gb") == one_way("a100-sxm-80gb") == one_way("a100-pcie-80gb") == 32e9   # A100 datasheet: PCIe Gen4 64GB/s
+    assert one_way("h100-pcie") == 64e9                                                                   # H100 PCIe: a PCIe Gen5 card
 
 
 def test_blackwell_ultra_and_cdna4_memory(dev):
@@ -404,3 +405,18 @@ def test_blackwell_ultra_and_cdna4_memory(dev):
     # GB300 NVL72 rack: 20 TB over 72 GPUs = 277.8 GB, within 0.5% of the datasheet's 279 GB per GPU
     assert 20e12 / 72 == pytest.approx(dev["hw:gb300"].memory_bytes, rel=0.005)
     assert dev["hw:gb300"].tdp_w == 1400 and dev["hw:b300"].tdp_w == 1100 and dev["hw:mi350x"].tdp_w == 1000
+
+
+def test_tpu_ici_links_per_axis(dev):
+    """scaling-book tpus.md@54e2c439, ICI bandwidth per link one-way / bidirectional: v5e 4.5e10 / 9e10,
+    v5p and v6e 9e10 / 1.8e11 B/s. With the v5e link, FX710 gives the book's 100 MB AllGather over one 16-chip axis:
+    max(1e-6 x 16 / 2, 1e8 / 9e10) = 1.111 ms."""
+    from engine import api
+
+    def link(name, key):
+        return hardware.quantity(dev[f"hw:{name}"].record["ici_link"][key], "B/s")
+    assert (link("tpu-v5e", "per_direction"), link("tpu-v5e", "bidirectional")) == (4.5e10, 9e10)
+    assert link("tpu-v5p", "bidirectional") == link("tpu-v6e", "bidirectional") == 1.8e11
+    result = api.evaluate("FX710", torus_collective="allgather", msg_bytes=1e8, ici_link_bandwidth=link("tpu-v5e", "bidirectional"),
+                          torus_axes=1, axis_chips=16, hop_latency=1e-6)
+    assert result.outputs["torus_collective_time"].value == pytest.approx(1e8 / 9e10)

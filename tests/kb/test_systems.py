@@ -55,7 +55,7 @@ def test_dgx_b200_figures(shipped):
     assert s["storage_nic_Bps"] == 2 * 2 * 400e9 / 8              # 4 ports x 400 Gb/s = 200 GB/s
 
 
-def test_dgx_h100_figures_and_what_is_left_out(shipped):
+def test_dgx_h100_figures(shipped):
     found, hardware = shipped
     r = found["sys:dgx-h100"]
     # BASEPOD: eight NVIDIA Hopper GPUs, 640 GB total GPU memory for H100, four NVSwitch chips
@@ -65,10 +65,12 @@ def test_dgx_h100_figures_and_what_is_left_out(shipped):
     assert (r["system_memory"]["capacity"], r["system_memory"]["type"]) == ("2TB", "DDR5")  # BASEPOD: 2 TB of DDR5
     compute = [n for n in r["nics"] if n["role"] == "compute"]
     assert [(n["count"], n["speed"]) for n in compute] == [(8, "400Gb/s")]  # BASEPOD: eight single-port ConnectX-7, up to 400 Gb/s
-    # not read in an NVIDIA document: left out rather than estimated
-    assert "max_power" not in r and "rack_units" not in r and "power_supplies" not in r
+    # NVIDIA DGX H100 datasheet / user guide, as quoted: 10.2 kW max, six 3.3 kW PSUs in 4+2, 8U
+    assert (r["max_power"]["value"], r["power_supplies"]["count"], r["power_supplies"]["redundancy"], r["rack_units"]["value"]) == (
+        "10.2kW", 6, "4+2", 8)
     s = systems.summary(r, hardware["hw:h100-sxm"])
-    assert (s["gpu_power_w"], s["max_power_w"], s["non_gpu_power_w"]) == (8 * 700, None, None)  # 8 x 700 W (H100 SXM datasheet)
+    # 8 x 700 W (H100 SXM datasheet) of the 10.2 kW maximum: 4.6 kW for the rest of the system
+    assert (s["gpu_power_w"], s["max_power_w"], s["non_gpu_power_w"]) == (8 * 700, 10_200, 10_200 - 5_600)
 
 
 def test_shipped_systems_break_no_rule(shipped):
@@ -123,7 +125,8 @@ def test_system_presets_for_power_tco(shipped):
     assert values["gpu_tdp"][0] == 1000                           # hw:b200 TDP
     assert "14.3 kW max." in values["node_power"][1]              # each value names its source
     h100 = systems.system_values(found["sys:dgx-h100"], hardware["hw:h100-sxm"])
-    assert "node_power" not in h100 and "it_power_model" not in h100   # no vendor figure read: nothing filled
+    assert h100["node_power"][0] == 10_200                        # DGX H100 datasheet: ~10.2 kW max
+    assert h100["it_power_model"][0] == "node_power"
 
 
 @pytest.mark.parametrize(("text", "message"), [

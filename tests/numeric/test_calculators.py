@@ -129,7 +129,8 @@ def test_book_chapter_6_seventy_b_on_1024_cards(records, module):
     assert out(r, "train_time") == pytest.approx(15380859.375)
     # FX59 defaults: availability 0.9, checkpoint overhead 0.01: 15380859.375 / (0.9 x 0.99) = 17262468.43 s
     assert out(r, "train_wall_time") == pytest.approx(15380859.375 / 0.891)
-    assert r.formulas == ["F1", "F2", "FX59"]
+    assert r.formulas == ["F1", "F2", "FX59", "FX426"]  # FX426: the run's GPU-hours, an optional output
+    assert out(r, "gpu_hours") == pytest.approx(1024 * 15380859.375 / 0.891 / 3600)
 
 
 def test_book_chapter_6_doubling_cards(records, module):

@@ -218,3 +218,22 @@ def test_training_memory_json_carries_the_score_term_and_the_book_rule(capsys):
     assert out["attn_score_activation_bytes_per_layer"]["value"] == 2_684_354_560
     assert out["activation_bytes_per_layer_book"]["value"] == 92_274_688
     assert out["activation_bytes_per_layer"]["value"] == 13 * 8192 * 8192 == 872_415_232
+
+
+def test_training_duration_json_carries_budget_wall_time_and_utilisation(capsys):
+    """DeepSeek-V3 technical report: pre-training took 2,664K H800 GPU-hours on 2,048 GPUs, 'less than two months':
+    2,664,000 / 2048 = 1,300.78 h = 54.2 days (FX427). Llama 3 Table 4: 400 TFLOPs/GPU on 16,384 H100s against the
+    dense BF16 peak of 989 TFLOPS (datasheet): MFU 400/989 = 0.4044 (FX420), aggregate 400e12 x 16384 = 6.5536e18 FLOP/s."""
+    import json
+
+    assert main(["calc", "training-duration", "--set", "params_active=37e9", "--set", "train_tokens=14.8e12", "--set", "n_gpus=2048",
+                 "--set", "peak_flops=989TFLOPS", "--set", "mfu=0.4", "--set", "gpu_hour_budget=2664000", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)["outputs"]
+    assert out["budget_wall_time"]["value"] == pytest.approx(2_664_000 / 2048 * 3600)
+    assert out["budget_wall_time"]["value"] / 86400 == pytest.approx(54.2, abs=0.05)
+    assert out["gpu_hours"]["value"] == pytest.approx(2048 * out["train_wall_time"]["value"] / 3600)
+    assert main(["calc", "training-duration", "--set", "params_active=405e9", "--set", "train_tokens=15.6e12", "--set", "n_gpus=16384",
+                 "--set", "peak_flops=989TFLOPS", "--set", "mfu=0.41", "--set", "achieved_flops_per_gpu=400TFLOPS", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)["outputs"]
+    assert out["utilisation_of_peak"]["value"] == pytest.approx(400 / 989)
+    assert out["aggregate_flops"]["value"] == pytest.approx(400e12 * 16384)
