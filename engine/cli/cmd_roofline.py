@@ -24,8 +24,31 @@ def run(args) -> int:
     flops, bytes_ = read_quantity(args.flops, "FLOP", "--flops"), read_quantity(args.bytes, "B", "--bytes")
     result = roofline.bound(module, flops, bytes_, selection.peak.flops, device.bandwidth)
     bands = roofline.bands(device, result, selection.peak.precision)
-    emit(render(device, selection, result, bands, args.format))
+    link = _link(args, module, device, flops, selection.peak.flops)
+    emit(render(device, selection, result, bands, args.format, link))
     return 0
+
+
+def _link(args, module, device, flops: float, peak: float):
+    """The interconnect roofline when --link-bytes is given (None otherwise)."""
+    given = getattr(args, "link_bytes", None)
+    if given is None:
+        if getattr(args, "link_bandwidth", None) is not None:
+            raise InputError("--link-bandwidth", "applies with --link-bytes (the bytes the chip sends over the link)")
+        return None
+    link_bytes = read_quantity(given, "B", "--link-bytes")
+    if getattr(args, "link_bandwidth", None) is not None:
+        bandwidth = read_quantity(args.link_bandwidth, "B/s", "--link-bandwidth")
+        source = "given"
+    else:
+        ic = device.interconnect or {}
+        if not ic.get("per_direction"):
+            raise InputError("--link-bandwidth", f"{device.id} states no per-direction interconnect bandwidth; give one (e.g. 450GB/s)")
+        bandwidth = hardware.quantity(ic["per_direction"], "B/s")
+        source = f"{device.id}: {ic.get('name', 'interconnect')} per direction {ic['per_direction']} [{ic.get('source', '')}]"
+    if bandwidth <= 0:
+        raise InputError("--link-bandwidth", "expected a bandwidth above 0 B/s")
+    return roofline.link_bound(module, flops, link_bytes, peak, bandwidth), source
 
 
 def _hardware_of(root):
@@ -42,8 +65,8 @@ def _hardware_of(root):
 
 def _check_mode(args) -> None:
     if args.model:
-        if args.flops or args.bytes:
-            raise InputError("--model", "bounds the model's own operators; drop --flops and --bytes")
+        if args.flops or args.bytes or getattr(args, "link_bytes", None):
+            raise InputError("--model", "bounds the model's own operators; drop --flops, --bytes and --link-bytes")
         if args.tokens is None:
             raise InputError("--tokens", "is needed with --model (new tokens per sequence)")
         for name, value in (("tokens", args.tokens), ("batch", args.batch), ("tp", _tp(args))):
@@ -79,7 +102,7 @@ def read_quantity(text: str, unit: str, option: str) -> float:
 # ---------------------------------------------------------------------------- one bound
 
 
-def to_dict(device, selection, result: roofline.Bound, bands) -> dict:
+def to_dict(device, selection, result: roofline.Bound, bands, link=None) -> dict:
     """The calculation contract of DESIGN.md ("JSON result of a calculation"), plus the device and peak."""
     def point(value, unit, source):
         return {"value": value, "unit": unit, "low": value, "high": value, "source": source}
@@ -111,21 +134,39 @@ def to_dict(device, selection, result: roofline.Bound, bands) -> dict:
         "formulas": list(roofline.FORMULAS),
         "assumptions": ["time >= max(FLOPs / peak, bytes / bandwidth): perfect overlap of compute and memory traffic, HBM the only data path"],
         "warnings": [f"{peak.precision} peak is 2:4 structured-sparse: valid only for sparse operands with sparse kernels"] if peak.sparse else [],
-    }
+    } | (_link_dict(link, point, out) if link else {})
+
+
+def _link_dict(link, point, out) -> dict:
+    bound, source = link
+    return {"link": {
+        "inputs": {"link_bytes": point(bound.link_bytes, "B", "given"), "link_bandwidth": point(bound.link_bandwidth, "B/s", source)},
+        "outputs": {"comm_intensity": out(bound.intensity, "FLOP/B"), "link_critical_intensity": out(bound.ridge, "FLOP/B"),
+                    "link_time": out(bound.link_time, "s"), "compute_time": out(bound.compute_time, "s")},
+        "bottleneck": bound.bottleneck,
+        "formulas": [roofline.LINK_INTENSITY, roofline.LINK_RIDGE],
+        "assumptions": ["the transfer overlaps the compute perfectly: the work is network-bound when it sends more than one byte per "
+                        "link_critical_intensity FLOPs (scaling-book roofline chapter, network roofline)"],
+    }}
 
 
 def _band(b: roofline.Band) -> dict:
     return {"kind": b.kind, "low": b.low, "high": b.high, "time_low": b.time_low, "time_high": b.time_high, "workload": b.workload, "source": b.source}
 
 
-def render(device, selection, result: roofline.Bound, bands, fmt: str) -> str:
-    data = to_dict(device, selection, result, bands)
+def render(device, selection, result: roofline.Bound, bands, fmt: str, link=None) -> str:
+    data = to_dict(device, selection, result, bands, link)
     if fmt == "json":
         return to_json(data)
     if fmt == "csv":
         rows = [dict(kind="input", name=n, value=v["value"], unit=v["unit"], note=v["source"]) for n, v in data["inputs"].items()]
         rows += [dict(kind="output", name=n, value=v["value"], unit=v["unit"], note="") for n, v in data["outputs"].items()]
         rows.append(dict(kind="output", name="bottleneck", value=result.bottleneck, unit="", note=""))
+        if link:
+            rows += [dict(kind="input", name=n, value=v["value"], unit=v["unit"], note=v["source"]) for n, v in data["link"]["inputs"].items()]
+            rows += [dict(kind="output", name=n, value=v["value"], unit=v["unit"], note="") for n, v in data["link"]["outputs"].items()
+                     if n != "compute_time"]
+            rows.append(dict(kind="output", name="link_bottleneck", value=data["link"]["bottleneck"], unit="", note=""))
         return table(rows, [(c, c) for c in ("kind", "name", "value", "unit", "note")], "csv")
     md = fmt == "md"
     peak = selection.peak
@@ -135,10 +176,12 @@ def render(device, selection, result: roofline.Bound, bands, fmt: str) -> str:
     lines.append(f"bandwidth: {device.bandwidth_text} [{device.record['memory']['source']}]")
     lines.append("")
     lines += _bound_lines(result)
+    if link:
+        lines += _link_lines(*link)
     lines += _band_lines(bands)
     for w in data["warnings"]:
         lines.append(f"warning: {w}")
-    lines.append(f"formulas: {', '.join(roofline.FORMULAS)}")
+    lines.append(f"formulas: {', '.join(roofline.FORMULAS + ((roofline.LINK_INTENSITY, roofline.LINK_RIDGE) if link else ()))}")
     return "\n".join(lines)
 
 
@@ -150,6 +193,17 @@ def _bound_lines(r: roofline.Bound) -> list[str]:
         f"attainable = {number(r.attainable)} FLOP/s" + _also(r.attainable, "FLOP/s") + " (FX38)",
         f"compute time = {_seconds(r.compute_time)}, memory time = {_seconds(r.memory_time)}",
         f"time bound = {_seconds(r.time)}, {r.bottleneck}-bound",
+    ]
+
+
+def _link_lines(b: roofline.LinkBound, source: str) -> list[str]:
+    return [
+        "",
+        f"link: {number(b.link_bytes)} B sent at {number(b.link_bandwidth)} B/s per direction [{source}]",
+        f"communication intensity = {_intensity(b.intensity)} FLOP/B (FX705)",
+        f"link ridge = {number(b.ridge)} FLOP/B (FX706)",
+        f"compute time = {_seconds(b.compute_time)}, link time = {_seconds(b.link_time)}",
+        f"{'network-bound: the transfer outlasts the compute' if b.bottleneck == 'network' else 'compute-bound: the transfer can hide under the compute'}",
     ]
 
 

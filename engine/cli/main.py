@@ -363,6 +363,10 @@ def _models_and_hardware(verbs, Parser, raw, memory_figures: str | None = None) 
     p.add_argument("--sparse", action="store_true", help="use a structured-sparse peak (never used otherwise)")
     p.add_argument("--flops", metavar="F", help="work in FLOP (units accepted: 2.5e12, 2.5TFLOP)")
     p.add_argument("--bytes", metavar="B", help="memory traffic in bytes (units accepted: 16GB, 80GiB)")
+    p.add_argument("--link-bytes", metavar="B", help="bytes one chip sends over its inter-chip link for the same work, one direction: "
+                                                    "adds the interconnect roofline (FX705 intensity against FX706's ridge, peak / link bandwidth)")
+    p.add_argument("--link-bandwidth", metavar="BW", help="inter-chip link bandwidth per direction for --link-bytes (default: the device's "
+                                                         "interconnect per direction, e.g. 450GB/s for H100 SXM NVLink 4)")
     p.add_argument("--model", metavar="ID", help="bound every operator of this model's forward pass instead")
     p.add_argument("--tokens", type=int, metavar="T", help="new tokens per sequence (with --model)")
     p.add_argument("--batch", type=int, default=1, metavar="B", help="sequences (with --model; default 1)")

@@ -208,3 +208,34 @@ def tp_allreduce(record: dict, rows_per_pass: int, tp: int, act_bytes: float = 2
     return {"included": False, "ranks": tp, "allreduces": 2 * layers, "message_bytes": rows_per_pass * hidden * act_bytes,
             "note": "two all-reduces per layer (attention output, MLP output) of rows x hidden_size x 2 B (BF16 activations); "
                     "not in the time bound: price them with `aiinfra collective ring --op allreduce`"}
+
+
+# ---------------------------------------------------------------------------- interconnect roofline
+LINK_INTENSITY, LINK_RIDGE = "FX705", "FX706"
+
+
+@dataclass(frozen=True, slots=True)
+class LinkBound:
+    """The interconnect roofline of one piece of work: FLOPs against the bytes one chip sends."""
+
+    link_bytes: float
+    link_bandwidth: float
+    intensity: float   # FX705: FLOPs per byte sent
+    ridge: float       # FX706: peak / link bandwidth
+    compute_time: float
+    link_time: float
+    bottleneck: str    # "compute" when intensity >= ridge (the transfer can hide under the compute), else "network"
+
+
+def link_bound(module, flops: float, link_bytes: float, peak_flops: float, link_bandwidth: float) -> LinkBound:
+    """FX705 (communication intensity) against FX706 (the link's critical intensity): with perfect overlap the
+    work is network-bound when the chip sends more than one byte per ``ridge`` FLOPs."""
+    ridge = _value(module, LINK_RIDGE, {"peak_flops": peak_flops, "link_bandwidth": link_bandwidth})
+    compute = flops / peak_flops
+    link = link_bytes / link_bandwidth
+    if link_bytes <= 0:
+        return LinkBound(0.0, link_bandwidth, float("inf"), ridge, compute, 0.0, "compute")
+    if flops <= 0:
+        return LinkBound(link_bytes, link_bandwidth, 0.0, ridge, 0.0, link, "network")
+    intensity = _value(module, LINK_INTENSITY, {"chip_flops": flops, "link_bytes": link_bytes})
+    return LinkBound(link_bytes, link_bandwidth, intensity, ridge, compute, link, "compute" if intensity >= ridge else "network")

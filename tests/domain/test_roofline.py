@@ -190,7 +190,7 @@ BAD = {
     "a range": (["--device", "h100-sxm", "--flops", "1e12..2e12", "--bytes", "1e9"], "--flops: takes a single value"),
     "negative": (["--device", "h100-sxm", "--flops=-1e12", "--bytes", "1e9"], "--flops: expected a value >= 0 FLOP, got -1e+12"),
     "missing bytes": (["--device", "h100-sxm", "--flops", "1e12"], "--bytes: is needed (or --model with --tokens to bound a forward pass)"),
-    "model and flops": (["--device", "h100-sxm", "--model", "qwen3-8b", "--tokens", "1", "--flops", "1e12"], "--model: bounds the model's own operators; drop --flops and --bytes"),
+    "model and flops": (["--device", "h100-sxm", "--model", "qwen3-8b", "--tokens", "1", "--flops", "1e12"], "--model: bounds the model's own operators; drop --flops, --bytes and --link-bytes"),
     "model without tokens": (["--device", "h100-sxm", "--model", "qwen3-8b"], "--tokens: is needed with --model (new tokens per sequence)"),
 }
 
