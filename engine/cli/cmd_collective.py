@@ -75,7 +75,7 @@ def model_of(args, root) -> dict:
     out = {"id": record["id"], "hidden": cfg["hidden_size"], "layers": cfg["num_hidden_layers"], "bytes_act": act,
            "source": f"config hidden_size, num_hidden_layers ({where})"}
     if ep:
-        out.update(top_k=moe["experts_per_token"], moe_layers=cfg["num_hidden_layers"] - moe.get("dense_first_layers", 0),
+        out.update(top_k=moe["experts_per_token"], experts=moe["experts"], moe_layers=cfg["num_hidden_layers"] - moe.get("dense_first_layers", 0),
                    source=f"config hidden_size, num_hidden_layers, num_experts_per_tok, dense first layers ({where})")
     return out
 
@@ -237,6 +237,12 @@ def _tp_section(result: collective.CollectiveResult, fmt: str) -> list[str]:
     rows = [dict(name=name, value=number(o["value"]), unit=o["unit"], friendly=friendly(o["value"], o["unit"]), source=o["from"])
             for name, o in named if o is not None]
     shape = f"hidden {b['hidden']}, {b['layers']} layers" + (f" ({b['moe_layers']} MoE), top-{b['top_k']}" if ep else "")
-    return (["", f"### {head}" if fmt == "md" else head, "", f"{shape}: {b['source']}", "",
-             table(rows, [("name", ""), ("value", "value"), ("unit", "unit"), ("friendly", ""), ("source", "from")], fmt), ""]
-            + [f"- {a}" for a in b["assumptions"]])
+    lines = (["", f"### {head}" if fmt == "md" else head, "", f"{shape}: {b['source']}", "",
+              table(rows, [("name", ""), ("value", "value"), ("unit", "unit"), ("friendly", ""), ("source", "from")], fmt), ""])
+    t = b.get("token_assignments")
+    if t and t["received_per_rank"]:
+        per_rank = f", {number(t['experts_per_rank'])} experts per rank of {t['experts']}" if t["experts_per_rank"] else ""
+        lines += [f"token assignments: each rank sends {number(t['sent_per_rank'])} ({b['tokens']} tokens x top-{b['top_k']}{per_rank}); "
+                  f"received per rank {number(min(t['received_per_rank']))} .. {number(max(t['received_per_rank']))} "
+                  f"(max / mean {t['max_over_mean_received']:.3g}; the matrix in --format json)", ""]
+    return lines + [f"- {a}" for a in b["assumptions"]]

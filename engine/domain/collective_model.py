@@ -87,8 +87,30 @@ def with_ep_budget(result: C.CollectiveResult, module, model: dict, tokens: int,
         "alltoalls_per_forward": C._out(count, "1", "FX708"),
         "time_per_alltoall": result.outputs.get("collective_time"),
         "time_per_forward": _per_pass(result, module, "FX709", "moe_a2a_count", count),
+        "token_assignments": _assignments(result, model, tokens, act_bytes),
         "formulas": list(EP_FORMULAS),
         "assumptions": ["GShard (Lepikhin et al. 2020): one dispatch and one combine all-to-all per MoE layer in the forward pass, both with the same bytes (give --act-bytes for the phase; DeepSeek-V3 dispatches in FP8 and combines in BF16).",
                         "Uniform routing unless --routing says otherwise: (E − 1)/E of each rank's k copies per token leave it (FX707 = FX1 all2all); no per-node de-duplication, no dropped tokens; dense first layers run no all-to-all."],
     }
     return result
+
+
+def _assignments(result: C.CollectiveResult, model: dict, tokens: int, act_bytes: float) -> dict:
+    """The dispatch seen as token-to-expert assignments: every token goes to top_k experts, each assignment one
+    hidden vector of ``act_bytes`` per element, so the traffic matrix divided by hidden x act_bytes counts them
+    per source and destination rank; a destination rank holds experts / ranks experts."""
+    ranks, per_vector = result.setup.ranks, model["hidden"] * act_bytes
+    matrix = [[cell / per_vector for cell in row] for row in (result.matrix or [])]
+    received = [sum(row[j] for row in matrix) for j in range(ranks)] if matrix else []
+    mean = tokens * model["top_k"]  # per rank, sent and (balanced) received
+    return {
+        "bytes_per_assignment": per_vector,
+        "sent_per_rank": mean,
+        "matrix": matrix,
+        "received_per_rank": received,
+        "max_over_mean_received": (max(received) / mean) if received else None,
+        "experts": model.get("experts"),
+        "experts_per_rank": (model["experts"] / ranks) if model.get("experts") else None,
+        "note": "assignments = tokens x top_k per rank; entry i->j = bytes rank i addresses to rank j / (hidden x bytes per element); "
+                "the diagonal stays local",
+    }

@@ -131,3 +131,23 @@ def test_bad_input_is_one_line_exit_2(argv, field, fragment, capsys):
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
     assert lines[0].startswith(f"aiinfra: error: {field}: ") and fragment in lines[0]
+
+
+def test_token_assignment_view_of_a_dispatch(capsys):
+    """Mixtral-8x7B (mistralai config: hidden 4096, 8 experts, top-2), 1024 tokens per rank over EP = 8, BF16:
+    each rank sends 1024 x 2 = 2048 assignments of 4096 x 2 B = 8192 B; balanced, 2048 / 8 = 256 per destination
+    (its own 256 stay local) and one expert per rank."""
+    import json
+
+    from engine.cli.main import main
+
+    assert main(["collective", "all-to-all", "--op", "alltoall", "--model", "mixtral-8x7b", "--tokens", "1024", "--ranks", "8",
+                 "--bandwidth", "50GB/s", "--format", "json"]) == 0
+    t = json.loads(capsys.readouterr().out)["model_budget"]["token_assignments"]
+    assert (t["bytes_per_assignment"], t["sent_per_rank"], t["experts_per_rank"]) == (8192, 2048, 1)
+    assert t["matrix"][0] == [256] * 8 and t["received_per_rank"] == [2048] * 8 and t["max_over_mean_received"] == 1
+    # a hotspot moves assignments between ranks but keeps their total: 8 ranks x 2048
+    assert main(["collective", "all-to-all", "--op", "alltoall", "--model", "mixtral-8x7b", "--tokens", "1024", "--ranks", "8",
+                 "--bandwidth", "50GB/s", "--routing", "hotspot", "--format", "json"]) == 0
+    t = json.loads(capsys.readouterr().out)["model_budget"]["token_assignments"]
+    assert sum(t["received_per_rank"]) == pytest.approx(8 * 2048) and t["max_over_mean_received"] > 1
