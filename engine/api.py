@@ -119,7 +119,7 @@ class CalculatorHandle:
 
         found = presets.precision_values(precision)  # kv_bytes follows the precision unless given
         if model or device:
-            found.update(presets.load(self.root, model, device, precision))
+            found.update(presets.load(self.root, model, device, precision, self.id))
         return run(self.calc, compiled.memoised(self.root), inputs, found)
 
     def sweep(self, name: str, low: float, high: float, points: int = 32, log: bool = False, model=None, device=None, precision="bf16", **inputs):

@@ -72,7 +72,7 @@ def run(args) -> int:
 
     presets = preset_mod.precision_values(args.precision)  # kv_bytes follows --precision unless given
     if getattr(args, "model", None) or getattr(args, "device", None):
-        presets.update(preset_mod.cached(root, args.model, args.device, args.precision))
+        presets.update(preset_mod.cached(root, args.model, args.device, args.precision, calc.id))
     if getattr(args, "system", None) or getattr(args, "grid", None):  # knowledge/systems, knowledge/carbon_intensity.yaml
         from engine.domain import systems
 

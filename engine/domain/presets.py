@@ -19,8 +19,18 @@ def _model_source(record: dict) -> str:
     return f"{repo}@{rev}" if repo else record["id"]
 
 
-def model_values(record: dict, root) -> dict[str, tuple[object, str]]:
-    """symbol -> (value, source) for every formula symbol a model record decides."""
+# Calculators whose formulas size a hybrid (recurrent layers beside attention layers): their K/V
+# comes from the attention layers alone and each request adds a fixed state (FX71, variant hybrid).
+HYBRID_CALCULATORS = frozenset({"calc:kv-concurrency"})
+
+
+def model_values(record: dict, root, calculator: str | None = None) -> dict[str, tuple[object, str]]:
+    """symbol -> (value, source) for every formula symbol a model record decides.
+
+    A hybrid is filled only for a calculator of HYBRID_CALCULATORS (``calculator``), with its attention
+    layers as ``layers`` and its recurrent state per request; elsewhere, and for DeepSeek Sparse
+    Attention, the model is refused by name.
+    """
     from engine.domain import models
 
     cfg, d = record["config"], record["derived"]
@@ -33,12 +43,17 @@ def model_values(record: dict, root) -> dict[str, tuple[object, str]]:
             out[symbol] = (value, f"preset {ident}: {key} ({where})")
 
     why = models.outside_templates(d)
-    if why:
+    hybrid = models.is_hybrid(d)
+    if why and not (hybrid and calculator in HYBRID_CALCULATORS):
+        also = " (calc kv-concurrency sizes hybrids: K/V of the attention layers plus the fixed state)" if hybrid else ""
         raise InputError("--model", f"{ident} is {why}: the calculators' formulas hold one kind of attention layer with a full "
-                                    "K/V cache, so it is refused here rather than mis-sized; "
+                                    f"K/V cache, so it is refused here rather than mis-sized{also}; "
                                     f"`aiinfra state --model {ident.split(':', 1)[1]}` gives its bytes per request and capacity")
     shape = models._Shape(cfg, d)
-    put("layers", shape.layers, "config num_hidden_layers")
+    if hybrid:
+        _hybrid_values(record, root, put)
+    else:
+        put("layers", shape.layers, "config num_hidden_layers")
     put("hidden", shape.hidden, "config hidden_size")
     put("heads", shape.heads, "config num_attention_heads")
     put("attention", d["attention"], "derived attention kind")
@@ -62,7 +77,8 @@ def model_values(record: dict, root) -> dict[str, tuple[object, str]]:
         put("n_shared_experts", moe.get("shared_experts", 0), "config n_shared_experts")
         put("n_dense_layers", moe.get("dense_first_layers", 0), "config first_k_dense_replace")
     window = d.get("sliding_window")
-    put("kv_layout", "sliding_window" if window else "full", "derived sliding-window layers" if window else "no sliding window in config")
+    if not hybrid:
+        put("kv_layout", "sliding_window" if window else "full", "derived sliding-window layers" if window else "no sliding window in config")
     if window:
         put("sliding_window", window["window"], "config sliding_window")
         put("window_layers", window["windowed_layers"], f"derived: {window['pattern']}")
@@ -70,6 +86,21 @@ def model_values(record: dict, root) -> dict[str, tuple[object, str]]:
     put("params", counts["total"], "parameter count from the architecture (FX17 + listed extras)")
     put("params_active", counts["active"], "active parameters per token (FX18 + listed extras)")
     return out
+
+
+def _hybrid_values(record: dict, root, put) -> None:
+    """A hybrid's K/V layers and its state per request (FX800 x recurrent layers, at the state's default bytes)."""
+    from engine.domain import state
+
+    d = record["derived"]
+    put("layers", d["attention_layers"], f"derived attention layers of the hybrid, the ones with a K/V cache ({d.get('layer_pattern', '')})")
+    put("kv_layout", "hybrid", "derived: recurrent layers keep a fixed state beside the attention layers' K/V")
+    size = state.default_state_bytes(record["config"])
+    request = state.request_state(record, 1, 2, root, size)
+    recurrent = sum(r.bytes_per_request for r in request.rows if r.kind == "recurrent")
+    layers = sum(r.layers for r in request.rows if r.kind == "recurrent")
+    put("recurrent_state_bytes_per_request", recurrent,
+        f"FX800 x {layers} recurrent layers at {size:g} B per state element ({'mamba_ssm_dtype float32' if size == 4 else 'BF16, the weights dtype'})")
 
 
 # Bytes per element of a cached KV entry by --precision name (book Appendix B table B.4); a
@@ -137,28 +168,30 @@ RACY_NS = 2_000_000_000
 _MEMO: dict[tuple, list] = {}  # (absolute root, model, device, precision) -> [stamp, racy, key, table, checked_at]
 
 
-def cached(root, model: str | None, device: str | None, precision: str = "bf16") -> dict[str, tuple[object, str]]:
+def cached(root, model: str | None, device: str | None, precision: str = "bf16", calculator: str | None = None) -> dict[str, tuple[object, str]]:
     """``build`` kept in this process and through a JSON cache keyed by the model, hardware and
-    formula files (errors are not cached). A new dict each call; the values are shared."""
+    formula files (errors are not cached). A new dict each call; the values are shared.
+    ``calculator``: the calculator the values are for (a hybrid model is filled only for HYBRID_CALCULATORS)."""
     import os
     import time
 
+    calculator = calculator if calculator in HYBRID_CALCULATORS else None  # the only calculators whose table differs
     path = os.path.abspath(os.fspath(root))
-    memo = (path, model or "", device or "", precision)
+    memo = (path, model or "", device or "", precision, calculator or "")
     hit = _MEMO.get(memo)
     now = time.monotonic()
     if hit is not None and (now - hit[4] < FRESH_INTERVAL or _still_fresh(memo, hit, now)):
         return dict(hit[3])
     stamp, racy = _stamp(path)  # before the key: an edit in between shows at the next check
-    key = _key(path, model, device, precision)
-    table = _table(path, key, model, device, precision)
+    key = _key(path, model, device, precision, calculator)
+    table = _table(path, key, model, device, precision, calculator)
     _MEMO[memo] = [stamp, racy, key, table, now]
     return dict(table)
 
 
-def load(root, model: str | None, device: str | None, precision: str = "bf16") -> dict[str, tuple[object, str]]:
+def load(root, model: str | None, device: str | None, precision: str = "bf16", calculator: str | None = None) -> dict[str, tuple[object, str]]:
     """The preset values for ``--model``/``--device``: ``cached`` (the API and the CLI share it)."""
-    return cached(root, model, device, precision)
+    return cached(root, model, device, precision, calculator)
 
 
 def forget() -> None:
@@ -166,12 +199,12 @@ def forget() -> None:
     _MEMO.clear()
 
 
-def _key(path: str, model: str | None, device: str | None, precision: str) -> str:
+def _key(path: str, model: str | None, device: str | None, precision: str, calculator: str | None = None) -> str:
     import zlib
 
     from engine.numeric import compiled
 
-    args = f"{model or ''}|{device or ''}|{precision}"
+    args = f"{model or ''}|{device or ''}|{precision}" + (f"|{calculator}" if calculator else "")
     return compiled.files_key(path, list(FOLDERS), _own()) + f"{zlib.crc32(args.encode()):08x}"
 
 
@@ -183,19 +216,20 @@ def _own() -> list[str]:
     return ["engine/domain/presets.py", "engine/domain/hardware.py"] + [f"engine/domain/{n}" for n in models]
 
 
-def _table(path: str, key: str, model: str | None, device: str | None, precision: str) -> dict[str, tuple[object, str]]:
+def _table(path: str, key: str, model: str | None, device: str | None, precision: str,
+           calculator: str | None = None) -> dict[str, tuple[object, str]]:
     from engine.numeric import compiled
 
-    return {k: tuple(v) for k, v in compiled.json_cached("presets", key, lambda: build(path, model, device, precision)).items()}
+    return {k: tuple(v) for k, v in compiled.json_cached("presets", key, lambda: build(path, model, device, precision, calculator)).items()}
 
 
 def _still_fresh(memo: tuple, hit: list, now: float) -> bool:
-    path, model, device, precision = memo
+    path, model, device, precision, calculator = memo
     stamp, racy = _stamp(path)
     if stamp == hit[0] and not hit[1]:
         hit[4] = now
         return True
-    if _key(path, model or None, device or None, precision) != hit[2]:
+    if _key(path, model or None, device or None, precision, calculator or None) != hit[2]:
         return False
     hit[0], hit[1], hit[4] = stamp, racy, now
     return True
@@ -220,13 +254,13 @@ def _stamp(path: str) -> tuple[tuple, bool]:
     return tuple(found), newest > time.time_ns() - RACY_NS
 
 
-def build(root, model: str | None, device: str | None, precision: str = "bf16") -> dict[str, tuple[object, str]]:
+def build(root, model: str | None, device: str | None, precision: str = "bf16", calculator: str | None = None) -> dict[str, tuple[object, str]]:
     """The preset values for ``--model``/``--device`` (the device wins on a shared symbol; none do today)."""
     out: dict[str, tuple[object, str]] = {}
     if model:
         from engine.domain import models
 
-        out.update(model_values(models.find(models.load_models(root), model), root))
+        out.update(model_values(models.find(models.load_models(root), model), root, calculator))
     if device:
         from engine.domain import hardware
         from engine.kb.knowledge import load_single_folder

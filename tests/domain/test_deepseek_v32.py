@@ -58,6 +58,8 @@ def test_sizing_tools_refuse_sparse_attention_by_name(record):
     with pytest.raises(InputError) as info:
         model_values(record, None)
     assert "DeepSeek Sparse Attention (an indexer key cache beside the MLA latent, attention over the top 2048" in info.value.message
+    with pytest.raises(InputError):  # not a hybrid: kv-concurrency refuses it too
+        model_values(record, None, "calc:kv-concurrency")
 
 
 def test_import_from_the_config(record):

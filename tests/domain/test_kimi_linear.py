@@ -60,6 +60,9 @@ def test_broken_layer_lists_are_refused(record):
     with pytest.raises(InputError) as info:
         model_values(record, None)
     assert "is a hybrid (20 KDA : 7 MLA (linear_attn_config))" in info.value.message
+    # kv-concurrency: the 7 MLA layers' latent and the 20 KDA states (1,122,304 B each in BF16)
+    values = model_values(record, None, "calc:kv-concurrency")
+    assert (values["layers"][0], values["attention"][0], values["recurrent_state_bytes_per_request"][0]) == (7, "mla", 20 * 1_122_304)
 
 
 # ------------------------------------------------------------------ the forward ledger (knowledge/operators/hybrid_mla_moe.yaml)

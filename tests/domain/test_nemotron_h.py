@@ -87,6 +87,13 @@ def test_calculators_refuse_the_hybrid(record):
     assert "is a hybrid (24 Mamba-2 : 4 attention : 24 MLP blocks" in info.value.message
 
 
+def test_kv_concurrency_presets_the_attention_layers_and_the_state(record):
+    # FX801's worked example: 4 attention layers with K/V, 24 Mamba-2 layers of 2,158,592 B of state each (BF16)
+    values = model_values(record, None, "calc:kv-concurrency")
+    assert values["layers"][0] == 4 and values["kv_layout"][0] == "hybrid"
+    assert values["recurrent_state_bytes_per_request"][0] == 24 * 2_158_592 == 51_806_208
+
+
 def test_ledger_decode_step_by_hand(record):
     """One decode step after 8,191 cached tokens: 4 attention blocks read their K/V (8 KV heads x 128, BF16), 24
     Mamba-2 blocks read and write their state (128 heads x 64 x 128) and convolution window (3 x 10240)."""

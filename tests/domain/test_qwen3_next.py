@@ -100,7 +100,7 @@ def test_a_shared_expert_of_another_width_is_refused():
     assert str(info.value).startswith("shared_expert_intermediate_size: 768 is not a multiple of moe_intermediate_size 512")
 
 
-def test_calculators_and_the_ledger_refuse_the_hybrid_by_name(record):
+def test_calculators_other_than_kv_concurrency_refuse_the_hybrid_by_name(record):
     with pytest.raises(InputError) as info:
         model_values(record, None)
     assert info.value.field == "--model" and "is a hybrid (36 linear_attention (Gated DeltaNet) : 12 full_attention)" in info.value.message
@@ -110,8 +110,9 @@ def test_shipped_record_and_cli(capsys, tmp_path):
     assert main(["model", "show", "qwen3-next-80b-a3b", "--format", "json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["computed"]["total"] == LANGUAGE_MODEL and shown["computed"]["reproduces_reference"] is True
-    assert main(["calc", "kv-concurrency", "--model", "qwen3-next-80b-a3b", "--device", "h100-sxm"]) == 2
-    assert "is a hybrid" in capsys.readouterr().err
+    assert main(["calc", "inference-capacity", "--model", "qwen3-next-80b-a3b", "--device", "h100-sxm"]) == 2
+    err = capsys.readouterr().err
+    assert "is a hybrid" in err and "calc kv-concurrency sizes hybrids" in err and err.count("\n") == 1
     assert main(["forward", "--model", "qwen3-next-80b-a3b", "--tokens", "8", "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["template"] == "operators:hybrid_moe"
     path = tmp_path / "config.json"
@@ -158,3 +159,22 @@ def test_prefill_reads_no_state(record, run):
     rows = {r.name: r for r in run(record, 16).rows}
     assert rows["gdn_recurrence"].kv_read_bytes == 0 and rows["gdn_conv"].kv_read_bytes == 0
     assert rows["gdn_recurrence"].kv_write_bytes == 36 * 32 * 128 * 128 * 2
+
+
+def test_kv_concurrency_sizes_the_hybrid(capsys):
+    """Qwen3-Next-80B-A3B at 32,768 tokens on 4 H100s (vLLM's budget: 79.18 GiB driver total x 0.9 - weights / 4 - 5 GiB):
+    K/V of the 12 attention layers, 2 x 12 x 2 x 256 x 2 = 24,576 B per token, 12,288 per GPU (2 KV heads over 4 ranks);
+    the 36 Gated DeltaNet layers' state, 36 x 1,097,728 = 39,518,208 B per request (FX800), a quarter per GPU.
+    Budget 79.18 x 2^30 x 0.9 - 79,674,391,296 x 2 / 4 - 5,368,709,120 = 31,311,085,094 B;
+    per request 12,288 x 32,768 + 9,879,552 = 412,532,736 B; 75.9 -> 75 requests (77 without the state)."""
+    from engine.cli.main import main
+
+    assert main(["calc", "kv-concurrency", "--model", "qwen3-next-80b-a3b", "--device", "h100-sxm", "--set", "tp_size=4",
+                 "--set", "context_tokens=32768", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    inputs, outputs = data["inputs"], data["outputs"]
+    assert (inputs["layers"]["value"], inputs["kv_layout"]["value"]) == (12, "hybrid")
+    assert inputs["recurrent_state_bytes_per_request"]["value"] == 36 * 1_097_728 == 39_518_208
+    assert outputs["kv_bytes_per_token_per_gpu"]["value"] == 12_288
+    assert outputs["kv_budget_per_gpu"]["value"] == pytest.approx(79.18 * 2**30 * 0.9 - 79_674_391_296 * 2 / 4 - 5 * 2**30)
+    assert outputs["max_concurrent_requests"]["value"] == 75
