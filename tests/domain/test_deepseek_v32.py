@@ -72,14 +72,7 @@ def test_import_from_the_config(record):
 
 # ------------------------------------------------------------------ the forward ledger (mla_moe with DSA)
 
-@pytest.fixture(scope="module")
-def run():
-    from engine.domain import ledger
-    from engine.numeric import compiled
-
-    catalog = ledger.load_root(shipped_root())
-    formulas = compiled.load(shipped_root())
-    return lambda rec, tokens, **kw: ledger.forward_record(rec, catalog.templates, tokens, formulas=formulas, **kw)
+# the `run` fixture (the forward ledger with the shipped templates) is in tests/domain/conftest.py
 
 
 def rows(result):

@@ -67,14 +67,7 @@ def test_broken_layer_lists_are_refused(record):
 
 # ------------------------------------------------------------------ the forward ledger (knowledge/operators/hybrid_mla_moe.yaml)
 
-@pytest.fixture(scope="module")
-def run():
-    from engine.domain import ledger
-    from engine.numeric import compiled
-
-    catalog = ledger.load_root(shipped_root())
-    formulas = compiled.load(shipped_root())
-    return lambda rec, tokens, **kw: ledger.forward_record(rec, catalog.templates, tokens, formulas=formulas, **kw)
+# the `run` fixture (the forward ledger with the shipped templates) is in tests/domain/conftest.py
 
 
 def test_ledger_stores_the_checkpoint_parameters(record, run):

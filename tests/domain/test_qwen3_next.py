@@ -123,15 +123,7 @@ def test_shipped_record_and_cli(capsys, tmp_path):
 
 # ------------------------------------------------------------------ the forward ledger (knowledge/operators/hybrid_moe.yaml)
 
-@pytest.fixture(scope="module")
-def run():
-    from engine.core.paths import shipped_root
-    from engine.domain import ledger
-    from engine.numeric import compiled
-
-    catalog = ledger.load_root(shipped_root())
-    formulas = compiled.load(shipped_root())
-    return lambda rec, tokens, **kw: ledger.forward_record(rec, catalog.templates, tokens, formulas=formulas, **kw)
+# the `run` fixture (the forward ledger with the shipped templates) is in tests/domain/conftest.py
 
 
 def test_ledger_stores_the_checkpoint_parameters(record, run):
