@@ -237,3 +237,18 @@ def test_training_duration_json_carries_budget_wall_time_and_utilisation(capsys)
     out = json.loads(capsys.readouterr().out)["outputs"]
     assert out["utilisation_of_peak"]["value"] == pytest.approx(400 / 989)
     assert out["aggregate_flops"]["value"] == pytest.approx(400e12 * 16384)
+
+
+def test_training_duration_json_carries_the_overtraining_band(capsys):
+    """Book chapter 6 §6.2 formula 6: deliberate over-training at 100-500 tokens per parameter. For the chapter's 70B
+    model on 15T tokens: D/N = 15e12 / 70e9 = 214.3, and the band for 70B is 70e9 x 100 = 7e12 .. 70e9 x 500 = 3.5e13
+    tokens (FX429), with 15e12 inside it."""
+    import json
+
+    assert main(["calc", "training-duration", "--set", "params_active=70e9", "--set", "params=70e9", "--set", "train_tokens=15e12",
+                 "--set", "n_gpus=1024", "--set", "peak_flops=989TFLOPS", "--set", "mfu=0.4", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)["outputs"]
+    band = out["overtraining_band_tokens"]
+    assert (band["low"], band["high"]) == (pytest.approx(7e12), pytest.approx(3.5e13))
+    assert out["train_tokens_per_param"]["value"] == pytest.approx(15e12 / 70e9)
+    assert band["low"] <= 15e12 <= band["high"]
