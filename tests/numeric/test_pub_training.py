@@ -252,3 +252,31 @@ def test_training_duration_json_carries_the_overtraining_band(capsys):
     assert (band["low"], band["high"]) == (pytest.approx(7e12), pytest.approx(3.5e13))
     assert out["train_tokens_per_param"]["value"] == pytest.approx(15e12 / 70e9)
     assert band["low"] <= 15e12 <= band["high"]
+
+
+def test_megatron_theoretical_memory_script_whole_model(capsys):
+    """NVIDIA/Megatron-LM megatron/training/theoretical_memory_usage.py (the 2023 form, for sequence parallelism with
+    selective recomputation): compute_weight_and_optimizer_memory counts a GPT-style model as
+    10·L·h²·(1 + g/(5a) + 2/(5h) + 1/(5Lh)) + V·h parameters, 18 bytes each (no distributed optimizer), the most
+    loaded shard holding all of them / tp when pp = 1; compute_activation_memory takes
+    (34·sbh·L + 8·s·b·pp + s·b·h·pp + 4·sbh·(1 + V/h)) / tp (Korthikanti Table 2 plus token ids, embedding dropout,
+    output-layer inputs and fp32 logits). Narayanan Table 1's 1.7B shape (L 24, h 2304, a = g = 24, V 51200,
+    s 2048), b 4, t 2, pp 1, by hand:
+    params = 12·24·2304² + 4·24·2304 + 2·2304 + 51200·2304 = 1,647,014,400; weights and optimizer 18 × P / 2 =
+    14,823,129,600 B; activations (34·2048·4·2304·24 + 8·2048·4 + 2048·4·2304 + 4·2048·4·2304·(1 + 51200/2304)) / 2
+    = 8,586,821,632 B. The calculator with the same parameters and 4-byte gradients (18 B per parameter) gives the
+    weights exactly and the activations less the script's int64 token-id term, 8·s·b/t = 32,768 B."""
+    import json
+
+    params = 12 * 24 * 2304**2 + 4 * 24 * 2304 + 2 * 2304 + 51200 * 2304
+    assert params == 1_647_014_400
+    script_weights = 18 * params / 2
+    script_act = (34 * 2048 * 4 * 2304 * 24 + 8 * 2048 * 4 + 2048 * 4 * 2304 + 4 * 2048 * 4 * 2304 * (1 + 51200 / 2304)) / 2
+    assert script_act == 8_586_821_632
+    assert main(["calc", "training-memory", "--set", f"params={params}", "--set", "bytes_grad=4", "--set", "zero_stage=0",
+                 "--set", "tp_size=2", "--set", "sp_degree=2", "--set", "pp_size=1", "--set", "layers=24", "--set", "hidden=2304",
+                 "--set", "heads=24", "--set", "vocab_size=51200", "--set", "seq_len=2048", "--set", "micro_batch=4",
+                 "--set", "recompute=selective", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)["outputs"]
+    assert out["model_state_bytes_per_gpu"]["value"] == script_weights == 14_823_129_600
+    assert out["activation_bytes_per_gpu"]["value"] == script_act - 8 * 2048 * 4 / 2
