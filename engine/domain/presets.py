@@ -19,8 +19,9 @@ def _model_source(record: dict) -> str:
     return f"{repo}@{rev}" if repo else record["id"]
 
 
-# Calculators whose formulas size a hybrid (recurrent layers beside attention layers): their K/V
-# comes from the attention layers alone and each request adds a fixed state (FX71, variant hybrid).
+# Calculators whose formulas size a hybrid (recurrent layers beside attention layers: their K/V
+# comes from the attention layers alone and each request adds a fixed state, FX71 variant hybrid)
+# and DeepSeek Sparse Attention (an indexer key per token beside the latent, FX71 sparse_indexed).
 HYBRID_CALCULATORS = frozenset({"calc:kv-concurrency"})
 
 
@@ -43,9 +44,10 @@ def model_values(record: dict, root, calculator: str | None = None) -> dict[str,
             out[symbol] = (value, f"preset {ident}: {key} ({where})")
 
     why = models.outside_templates(d)
-    hybrid = models.is_hybrid(d)
-    if why and not (hybrid and calculator in HYBRID_CALCULATORS):
-        also = " (calc kv-concurrency sizes hybrids: K/V of the attention layers plus the fixed state)" if hybrid else ""
+    hybrid, dsa = models.is_hybrid(d), bool(d.get("sparse_attention"))
+    if why and not ((hybrid or dsa) and calculator in HYBRID_CALCULATORS):
+        also = (" (calc kv-concurrency sizes hybrids: K/V of the attention layers plus the fixed state)" if hybrid else
+                " (calc kv-concurrency sizes it: the latent plus the indexer keys)")
         raise InputError("--model", f"{ident} is {why}: the calculators' formulas hold one kind of attention layer with a full "
                                     f"K/V cache, so it is refused here rather than mis-sized{also}; "
                                     f"`aiinfra state --model {ident.split(':', 1)[1]}` gives its bytes per request and capacity")
@@ -54,6 +56,8 @@ def model_values(record: dict, root, calculator: str | None = None) -> dict[str,
         _hybrid_values(record, root, put)
     else:
         put("layers", shape.layers, "config num_hidden_layers")
+    if dsa:
+        _indexer_values(record, root, put)
     put("hidden", shape.hidden, "config hidden_size")
     put("heads", shape.heads, "config num_attention_heads")
     put("attention", d["attention"], "derived attention kind")
@@ -77,7 +81,7 @@ def model_values(record: dict, root, calculator: str | None = None) -> dict[str,
         put("n_shared_experts", moe.get("shared_experts", 0), "config n_shared_experts")
         put("n_dense_layers", moe.get("dense_first_layers", 0), "config first_k_dense_replace")
     window = d.get("sliding_window")
-    if not hybrid:
+    if not (hybrid or dsa):
         put("kv_layout", "sliding_window" if window else "full", "derived sliding-window layers" if window else "no sliding window in config")
     if window:
         put("sliding_window", window["window"], "config sliding_window")
@@ -101,6 +105,17 @@ def _hybrid_values(record: dict, root, put) -> None:
     layers = sum(r.layers for r in request.rows if r.kind == "recurrent")
     put("recurrent_state_bytes_per_request", recurrent,
         f"FX800 x {layers} recurrent layers at {size:g} B per state element ({'mamba_ssm_dtype float32' if size == 4 else 'BF16, the weights dtype'})")
+
+
+def _indexer_values(record: dict, root, put) -> None:
+    """DeepSeek Sparse Attention: every layer's indexer caches one FP8 key per token (FX888) beside the latent."""
+    from engine.domain.model_count import _Evaluator, formula_module
+
+    d = record["derived"]
+    layers, dim = record["config"]["num_hidden_layers"], d["sparse_attention"]["index_head_dim"]
+    put("kv_layout", "sparse_indexed", "derived: DeepSeek Sparse Attention keeps an indexer key cache beside the MLA latent")
+    put("indexer_key_bytes_per_token", _Evaluator(formula_module(root))("FX888", layers=layers, index_head_dim=dim),
+        f"FX888: {layers} layers x {dim} FP8 elements plus one FP32 scale per 128 (config index_head_dim)")
 
 
 # Bytes per element of a cached KV entry by --precision name (book Appendix B table B.4); a

@@ -58,8 +58,25 @@ def test_sizing_tools_refuse_sparse_attention_by_name(record):
     with pytest.raises(InputError) as info:
         model_values(record, None)
     assert "DeepSeek Sparse Attention (an indexer key cache beside the MLA latent, attention over the top 2048" in info.value.message
-    with pytest.raises(InputError):  # not a hybrid: kv-concurrency refuses it too
-        model_values(record, None, "calc:kv-concurrency")
+    # kv-concurrency sizes it: the latent of every layer plus the indexer keys (FX888: 61 x 132 = 8052 B per token)
+    values = model_values(record, None, "calc:kv-concurrency")
+    assert (values["kv_layout"][0], values["indexer_key_bytes_per_token"][0], values["layers"][0]) == ("sparse_indexed", 8052, 61)
+
+
+def test_kv_concurrency_counts_the_indexer_keys(capsys):
+    """DeepSeek-V3.2 in FP8 (671,877,944,064 parameters x 1 B) on 8 H200s (141 GB, datasheet) at 32,768 tokens:
+    budget 141e9 x 0.9 - 671,877,944,064 / 8 - 5 GiB = 37,546,547,872 B per GPU; each request holds the BF16 latent
+    (61 x 576 x 2 = 70,272 B per token, replicated) and the indexer keys (8,052 B per token, replicated):
+    (70,272 + 8,052) x 32,768 = 2,566,553,600 B; 37,546,547,872 / 2,566,553,600 = 14.6 -> 14 (16 without the keys)."""
+    import json
+
+    from engine.cli.main import main
+
+    assert main(["calc", "kv-concurrency", "--model", "deepseek-v3.2", "--device", "h200", "--set", "gpu_memory_total=141GB",
+                 "--set", "tp_size=8", "--set", "context_tokens=32768", "--set", "weight_bytes=671877944064", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)["outputs"]
+    assert out["kv_budget_per_gpu"]["value"] == pytest.approx(141e9 * 0.9 - 671_877_944_064 / 8 - 5 * 2**30)
+    assert out["max_concurrent_requests"]["value"] == 14
 
 
 def test_import_from_the_config(record):
