@@ -171,32 +171,23 @@ def per_gpu_bytes(record: dict, state: RequestState, tp: int, root=None) -> floa
     KDA and Mamba-2 heads (and Mamba-2's groups) over the ranks, so ``tp`` must divide them.
     """
     from engine.domain.model_count import formula_module
-    from engine.numeric.evaluate import evaluate
+    from engine.domain.roofline import kv_share
 
     if isinstance(tp, bool) or not isinstance(tp, int) or tp < 1:
         raise InputError("--tp", f"expected a whole number of GPUs >= 1, got {tp!r}")
     if tp == 1:
         return state.total
-    module, cfg, d = formula_module(root), record["config"], record["derived"]
+    cfg, d = record["config"], record["derived"]
     heads, kv_heads = cfg["num_attention_heads"], cfg.get("num_key_value_heads") or cfg["num_attention_heads"]
     if heads % tp or (d["attention"] == "gqa" and kv_heads % tp and tp % kv_heads):
         raise InputError("--tp", f"{tp} must divide the {heads} attention heads of {record['id']}"
                                  + (f" and divide or be a multiple of its {kv_heads} KV heads" if d["attention"] == "gqa" else ""))
-
-    def fx73(**given) -> float:
-        (value,) = (o.value for o in evaluate(module.FORMULAS["FX73"], module, given).outputs.values())
-        return float(value)
-
+    share = kv_share(formula_module(root), record, tp)  # FX73: 1 / min(tp, KV heads); 1 for MLA (replicated)
     total = 0.0
     for row in state.rows:
-        if row.kind in ("full_attention", "sliding_attention"):
-            given = {"attention": d["attention"], "kv_bytes_per_token": row.bytes_per_request, "tp_size": tp}
-            if d["attention"] == "mha":
-                given["heads"] = cfg["num_attention_heads"]
-            elif d["attention"] == "gqa":
-                given["kv_heads"] = cfg.get("num_key_value_heads") or cfg["num_attention_heads"]
-            total += fx73(**given)
-        elif row.kind in ("mla_latent", "indexer_keys"):
+        if row.kind in ("full_attention", "sliding_attention", "mla_latent"):
+            total += row.bytes_per_request * share
+        elif row.kind == "indexer_keys":
             total += row.bytes_per_request
         else:  # recurrent
             lin, mamba = d.get("linear_attention") or {}, d.get("mamba") or {}

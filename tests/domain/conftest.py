@@ -2,7 +2,27 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def k():
+    """The shipped knowledge base, loaded and checked."""
+    from engine.kb.knowledge import Knowledge
+
+    return Knowledge.load(ROOT)
+
+
+@pytest.fixture(scope="module")
+def dev(k):
+    """The shipped device records, by id."""
+    from engine.domain import hardware
+
+    return hardware.devices(k)
 
 
 @pytest.fixture(scope="module")

@@ -19,16 +19,6 @@ ROOT = Path(__file__).resolve().parents[2]
 HW_FILES = sorted((ROOT / "knowledge" / "hardware").glob("*.yaml"))
 
 
-@pytest.fixture(scope="module")
-def k():
-    return Knowledge.load(ROOT)
-
-
-@pytest.fixture(scope="module")
-def dev(k):
-    return hardware.devices(k)
-
-
 def peak(dev, name, precision, sparsity="dense", accumulator=None, unit=None):
     found = [p for p in dev[f"hw:{name}"].peaks if p.precision == precision and p.sparsity == sparsity
              and (accumulator is None or p.accumulator == accumulator) and (unit is None or p.unit == unit)]

@@ -16,7 +16,6 @@ import pytest
 
 from engine.core.errors import InputError, KnowledgeError
 from engine.domain import ledger
-from engine.kb.knowledge import Knowledge
 from engine.numeric import compiled
 from engine.numeric.evaluate import evaluate
 
@@ -48,11 +47,6 @@ DEEPSEEK_V3 = {  # deepseek-ai/DeepSeek-V3@e815299b config.json
                 "moe": {"experts": 256, "experts_per_token": 8, "expert_intermediate_size": 2048, "shared_experts": 1, "dense_first_layers": 3,
                         "routing": "sigmoid_topk_grouped", "router_bias": True}},
 }
-
-
-@pytest.fixture(scope="module")
-def k():
-    return Knowledge.load(ROOT)
 
 
 @pytest.fixture(scope="module")

@@ -4,24 +4,7 @@ not a discount of the nominal rate)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-
-from engine.domain import hardware
-from engine.kb.knowledge import Knowledge
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def k():
-    return Knowledge.load(ROOT)
-
-
-@pytest.fixture(scope="module")
-def dev(k):
-    return hardware.devices(k)
 
 
 @pytest.mark.parametrize(("name", "busbw", "algorithm", "ranks", "where"), [
