@@ -24,7 +24,7 @@ def list_(args) -> int:
 
 
 FAST_FLAGS = {"--set": "sets", "--model": "model", "--device": "device", "--precision": "precision", "--format": "format", "--root": "root",
-              "--system": "system", "--grid": "grid"}
+              "--system": "system", "--grid": "grid", "--weights": "weights", "--kv-cache": "kv_cache"}
 
 
 def fast_args(argv: list[str]):
@@ -39,7 +39,7 @@ def fast_args(argv: list[str]):
     if len(argv) < 2 or argv[0] != "calc" or argv[1].startswith("-") or argv[1] == "list":
         return None
     args = SimpleNamespace(verb="calc", action=argv[1], sets=[], model=None, device=None, system=None, grid=None, precision="bf16", format="text",
-                           root=None, explain=False, sweep=None, points=32, log=False, plot=None)
+                           weights=None, kv_cache=None, root=None, explain=False, sweep=None, points=32, log=False, plot=None)
     pairs = scan_options(argv[2:], FAST_FLAGS, ("--explain",))
     if pairs is None or any(name is None for name, _ in pairs):
         return None
@@ -77,6 +77,7 @@ def run(args) -> int:
         from engine.domain import systems
 
         presets.update(systems.preset_values(root, args.system, args.grid))
+    formats = _storage_presets(args, root, sets, presets)
     sweep_spec = getattr(args, "sweep", None)
     plot = getattr(args, "plot", None)
     if plot is not None and not sweep_spec:
@@ -89,6 +90,7 @@ def run(args) -> int:
             raise InputError("--sweep", f"{name} is also given with --set; give it once")
         sets[name] = repr(low)
         result = _run(calc, root, sets, presets)
+        _formats_used(result, formats)
         from engine.numeric.calculators import sweep
 
         xs, ys = sweep(result, name, low, high, args.points, args.log)
@@ -100,8 +102,42 @@ def run(args) -> int:
             _plot(plot, name, x_unit, xs, ys, units, args.log, result)
         return 0
     result = _run(calc, root, sets, presets)
+    _formats_used(result, formats)
     emit(render(result, args.format, explain=getattr(args, "explain", False)))
     return 0
+
+
+# --weights and --kv-cache: a storage format by name (engine.domain.storage) for the bytes of one
+# stored weight (bytes_param, F6) and of one cached K/V element (kv_bytes, F8); --precision stays
+# the compute precision (the device's peak), a third choice (FX651).
+STORAGE_FLAGS = (("weights", "--weights", "bytes_param"), ("kv_cache", "--kv-cache", "kv_bytes"))
+
+
+def _storage_presets(args, root, sets: dict, presets: dict) -> dict[str, str]:
+    """Fill bytes_param / kv_bytes from --weights / --kv-cache (over --model, --device and --precision
+    presets, never over --set); returns {symbol: flag} to check the calculator used them."""
+    from engine.domain import storage
+
+    used = {}
+    for attr, flag, symbol in STORAGE_FLAGS:
+        text = getattr(args, attr, None)
+        if text is None:
+            continue
+        if symbol in sets:
+            raise InputError(flag, f"sets {symbol}, which --set {symbol} also gives; give it once")
+        fmt = storage.resolve(text, flag, root)
+        if attr == "weights":
+            storage.check_compute(fmt, args.precision)
+        presets[symbol] = (fmt.bytes, fmt.source(flag))
+        used[symbol] = flag
+    return used
+
+
+def _formats_used(result, formats: dict[str, str]) -> None:
+    for symbol, flag in formats.items():
+        if symbol not in result.inputs:
+            raise InputError(flag, f"{result.calculator} does not use {symbol} here: it sizes no "
+                                   f"{'weights' if symbol == 'bytes_param' else 'K/V cache'}, or a value it would set is given directly")
 
 
 def _run(calc, root, sets: dict, presets):

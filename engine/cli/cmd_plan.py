@@ -10,6 +10,7 @@ EXAMPLES = """examples:
   aiinfra plan --model llama-3.1-405b --device h100-sxm --gpus 16384 --global-batch 2048 --seq 8192
   aiinfra plan --model llama-3.1-70b --device h100-sxm --gpus 1024 --global-batch 1024 --executor process --format json
   aiinfra plan serve --model llama-3.1-70b --device h100-sxm --prompt 4096 --output 512 --ttft 2s --tpot 60ms --demand 200000
+  aiinfra plan serve --model llama-3.1-70b --device b200 --prompt 4096 --output 512 --ttft 2s --tpot 30ms --weights nvfp4 --kv-cache fp8 --precision nvfp4 --mfu 0.4
   aiinfra plan serve --model mixtral-8x7b --device h100-sxm --prompt 1024 --output 256 --ttft 1s --tpot 50ms --qps 10 --format csv
 Every point of TP x PP x EP x micro-batch x ZeRO stage x recompute is checked (DP = GPUs / (TP x PP));
 the fastest that fit are printed with what limits each, and why the first beats the second; layouts
@@ -56,6 +57,8 @@ def add_parsers(verbs, Parser, shared) -> None:
     p.add_argument("--scaleout-bandwidth", type=_float, metavar="GB/s", help="scale-out bandwidth per GPU in GB/s (default 50, the Llama 3 cluster's 400 Gb/s)")
     p.add_argument("--compute-efficiency", type=_float, metavar="F", help="share of the dense peak the kernels reach (default 0.6, an assumption)")
     p.add_argument("--no-flash", action="store_true", help="attention scores stored (unfused), not FlashAttention")
+    p.add_argument("--precision", default="bf16", metavar="P", help="the matrix products' precision: the device's dense peak used (bf16, fp8, "
+                                                                 "nvfp4, ...; default bf16); refused where the device states none")
     p.add_argument("--top", type=_int, default=5, metavar="K", help="configurations to print (default 5)")
     p.add_argument("--executor", choices=("serial", "process", "dask"), default="serial", help="serial (default, the reference), process (local pool) or dask")
     p.add_argument("--workers", type=_int, metavar="W", help="processes for --executor process|dask (default: CPUs; dask 2)")
@@ -71,6 +74,9 @@ def add_parsers(verbs, Parser, shared) -> None:
     s.add_argument("--qps", type=_float, metavar="REQ/S", help="requests/s instead of --demand (demand = qps x output, FX86)")
     s.add_argument("--max-batch", type=_int, default=256, metavar="B", help="largest decode batch tried (default 256)")
     s.add_argument("--max-ep", type=_int, default=64, metavar="E", help="largest expert-parallel group tried for MoE models (default 64)")
+    s.add_argument("--weights", metavar="FORMAT", help="storage format of the weights (bf16 default, fp8, int4_group, nvfp4, mxfp4, ...: "
+                                                     "scales included, FX650); at most as wide as --precision (FX651)")
+    s.add_argument("--kv-cache", metavar="FORMAT", help="storage format of the K/V cache (bf16 default, fp8, ...)")
     s.add_argument("--mfu", type=_float, metavar="F", help="prefill and decode-compute MFU (default: the device's measured MFU)")
     s.add_argument("--mbu", type=_float, default=1.0, metavar="F", help="share of peak HBM bandwidth decode reads reach (default 1)")
     s.add_argument("--allreduce-latency", metavar="T", help="FX50 latency per ring step of a TP all-reduce, e.g. 5us (default: FX50's 20us)")
@@ -98,8 +104,11 @@ def run(args) -> int:
     if args.gpus is None:
         raise InputError("--gpus", "is required (GPUs in the job)")
 
+    for flag, value in (("--weights", args.weights), ("--kv-cache", args.kv_cache)):
+        if value is not None:
+            raise InputError(flag, "applies to plan serve; plan train keeps mixed-precision weights, gradients and Adam states (F4: 2 + 2 + 12 B per parameter)")
     options = dict(global_batch=args.global_batch, seq=args.seq, nvlink_domain=args.nvlink_domain, micro_batches=args.max_micro_batch,
-                   flash=not args.no_flash)
+                   flash=not args.no_flash, precision=str(args.precision).strip().lower())
     if args.scaleout_bandwidth is not None:
         options["scaleout_bandwidth"] = args.scaleout_bandwidth * 1e9
     if args.compute_efficiency is not None:
@@ -189,7 +198,8 @@ def serve(args) -> int:
     r = plan_serve(root_of(args), args.model, args.device, executor=args.executor, workers=args.workers, tile_size=args.tile, keep_rows=False,
                    prompt=args.prompt, output=args.output, ttft=_seconds(args.ttft, "--ttft"), tpot=_seconds(args.tpot, "--tpot"), demand=args.demand,
                    qps=args.qps, nvlink_domain=args.nvlink_domain, max_batch=args.max_batch, max_ep=args.max_ep, mfu=args.mfu, mbu=args.mbu,
-                   allreduce_latency=latency, kv_link_bandwidth=link, waterline=args.waterline, split=not args.no_split, prune=args.prune)
+                   allreduce_latency=latency, kv_link_bandwidth=link, waterline=args.waterline, split=not args.no_split, prune=args.prune,
+                   weights=args.weights, kv_cache=args.kv_cache, precision=args.precision)
     if args.svg:
         _svg(r.front, args.svg)
     pruned = (f"pruned {r.pruned_bound + r.pruned_tree:,} of {r.points:,} points: {r.pruned_bound:,} by FX134's TPOT batch bound, "

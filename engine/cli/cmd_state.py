@@ -11,7 +11,8 @@ _COLUMNS = [("kind", "layer kind"), ("layers", "layers"), ("tokens_held", "token
             ("shown", "per request"), ("formula", "formula")]
 EXAMPLES = """examples:
   aiinfra state --model qwen3-8b --context 32768
-  aiinfra state --model gemma-3-27b-it --context 131072 --device h100-sxm --kv-bytes 1
+  aiinfra state --model gemma-3-27b-it --context 131072 --device h100-sxm --kv-cache fp8
+  aiinfra state --model llama-3.1-70b --context 32768 --device b200 --weights nvfp4 --kv-cache fp8
   aiinfra state --model deepseek-v3 --context 8192 --device h200 --weight-bytes 1 --format json
   aiinfra state --model qwen3-next-80b-a3b --context 262144 --device h200 --tp 2
   aiinfra state --config Nemotron-H-8B-Base-8K/config.json --context 8192 --state-bytes 4
@@ -31,14 +32,20 @@ def add_parsers(verbs, Parser, shared) -> None:
     src.add_argument("--config", metavar="FILE", help="a hybrid config.json (qwen3_next or nemotron_h), whose state is read without a model record")
     p.add_argument("--context", metavar="N", required=True, help="tokens in the request's context (a whole number >= 1)")
     p.add_argument("--device", metavar="ID", help="a device of knowledge/hardware (e.g. h100-sxm): requests that fit beside the weights")
-    p.add_argument("--kv-bytes", metavar="B", default="2", help="bytes per cached K/V element (default 2, BF16; 1 for FP8)")
+    kv = p.add_mutually_exclusive_group()
+    kv.add_argument("--kv-bytes", metavar="B", help="bytes per cached K/V element (default 2, BF16; 1 for FP8)")
+    kv.add_argument("--kv-cache", metavar="FORMAT", help="the K/V cache's storage format instead of --kv-bytes (bf16, fp8, int8, nvfp4, "
+                                                       "mxfp8, ...: scales included, FX650)")
     p.add_argument("--state-bytes", metavar="B", help="bytes per recurrent-state element of linear-attention or Mamba layers (default: 4 where "
                                                     "the config keeps the state in float32, mamba_ssm_dtype, else 2, BF16)")
     p.add_argument("--tp", metavar="N", default="1", help="GPUs of one tensor-parallel replica for --device (default 1): each holds "
                                                           "1/N of the weights, its share of every request's K/V heads (FX73), "
                                                           "the whole MLA latent, 1/N of a recurrent state")
-    p.add_argument("--weight-bytes", metavar="B", help="bytes per weight for --device (default: the record's stored weight bytes where it has "
+    w = p.add_mutually_exclusive_group()
+    w.add_argument("--weight-bytes", metavar="B", help="bytes per weight for --device (default: the record's stored weight bytes where it has "
                                                       "them, e.g. gpt-oss-20b's MXFP4 experts; else 2, BF16)")
+    w.add_argument("--weights", metavar="FORMAT", help="every weight in one storage format for --device instead of --weight-bytes (fp8, "
+                                                     "int4_group, nvfp4, mxfp4, ...: scales included, FX650)")
     shared(p, False)
     p.set_defaults(handler=f"{_HERE}:run")
 
@@ -50,7 +57,8 @@ def run(args) -> int:
 
     root = root_of(args)
     context = _whole(args.context, "--context")
-    kv_bytes = _number(args.kv_bytes, "--kv-bytes")
+    kv_bytes = _storage(args.kv_cache, "--kv-cache", root) if getattr(args, "kv_cache", None) else \
+        _number(args.kv_bytes if args.kv_bytes is not None else "2", "--kv-bytes")
     tp = _whole(args.tp, "--tp")
     if args.config:
         if tp != 1:
@@ -76,12 +84,21 @@ def run(args) -> int:
         from engine.kb.knowledge import load_single_folder
 
         dev = hardware.find(load_single_folder(root, "hardware"), args.device, "--device")
-        given = None if args.weight_bytes is None else _number(args.weight_bytes, "--weight-bytes")
-        weights, source = state.weight_storage(record, given)
+        if getattr(args, "weights", None):
+            from engine.domain import storage
+
+            fmt = storage.resolve(args.weights, "--weights", root)
+            total = record["parameters"]["total"]
+            weights, source = total * fmt.bytes, f"{total} parameters x {fmt.source('--weights')}"
+        else:
+            given = None if args.weight_bytes is None else _number(args.weight_bytes, "--weight-bytes")
+            weights, source = state.weight_storage(record, given)
         fit = state.fit_requests(result, record["parameters"]["total"], dev.memory_bytes, dev.short_id, stored_bytes=weights, source=source,
                                  tp=tp, request_bytes_per_gpu=state.per_gpu_bytes(record, result, tp, root))
     elif tp != 1:
         raise InputError("--tp", "needs --device: the split applies to the requests that fit beside the weights")
+    elif getattr(args, "weights", None) or args.weight_bytes is not None:
+        raise InputError("--weights" if getattr(args, "weights", None) else "--weight-bytes", "needs --device: the weights are sized against a device's memory")
     emit(_render(result, fit, getattr(args, "format", "text") or "text"))
     return 0
 
@@ -94,6 +111,12 @@ def _read_config(path: str) -> dict:
     if not isinstance(data, dict):
         raise InputError("--config", f"{path!r} holds no JSON object")
     return data
+
+
+def _storage(text: str, field: str, root) -> float:
+    from engine.domain import storage
+
+    return storage.resolve(text, field, root).bytes
 
 
 def _whole(text: str, field: str) -> int:

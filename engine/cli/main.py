@@ -306,6 +306,9 @@ def _calculators(verbs, Parser, raw, root: str | None) -> None:
         p.add_argument("--model", metavar="ID", help="fill architecture inputs from knowledge/models (e.g. qwen3-8b); each filled value names its source")
         p.add_argument("--device", metavar="ID", help="fill memory, bandwidth, peak and power inputs from knowledge/hardware (e.g. h100-sxm)")
         p.add_argument("--precision", default="bf16", help="precision of the device's dense peak used for peak_flops, and of kv_bytes unless given (default bf16)")
+        p.add_argument("--weights", metavar="FORMAT", help="storage format of the weights for bytes_param (e.g. bf16, fp8, int4_group, nvfp4, mxfp4: "
+                                                           "scales included, FX650); compute stays at --precision (FX651)")
+        p.add_argument("--kv-cache", metavar="FORMAT", help="storage format of the K/V cache for kv_bytes (e.g. fp8, nvfp4); default: --precision's element bytes")
         p.add_argument("--system", metavar="ID", help="fill gpus_per_node, gpu_tdp and, where stated, node_power from knowledge/systems (e.g. dgx-b200)")
         p.add_argument("--grid", metavar="ID", help="fill carbon_intensity from a grid preset of knowledge/carbon_intensity.yaml (aiinfra system grids)")
         p.add_argument("--sweep", metavar="NAME=LO..HI", help="evaluate every output over NAME from LO to HI (vectorised; CSV on stdout, JSON with --format json, a table with --format md)")

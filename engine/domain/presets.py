@@ -125,10 +125,15 @@ KV_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "fp6": 0.75, "fp4": 0.5, 
 
 def precision_values(precision: str) -> dict[str, tuple[object, str]]:
     """kv_bytes from ``--precision`` (a value the user gives, or a --model/--device preset, is never overridden)."""
-    from engine.domain.hardware import PRECISIONS
+    from engine.domain.hardware import FORMATS, PRECISIONS
 
+    if precision in FORMATS:  # a block-scaled format: its K/V cache in the same format, scales included (FX650)
+        from engine.domain import storage
+
+        fmt = storage.resolve(precision, "--precision")
+        return {"kv_bytes": (fmt.bytes, fmt.source("--precision"))}
     if precision not in PRECISIONS:
-        raise InputError("--precision", f"{precision!r} is not a known precision (known: {', '.join(PRECISIONS)})")
+        raise InputError("--precision", f"{precision!r} is not a known precision (known: {', '.join(PRECISIONS + tuple(FORMATS))})")
     size = KV_BYTES.get(precision)
     if size is None:
         return {}
@@ -147,7 +152,12 @@ def device_values(device, precision: str = "bf16") -> dict[str, tuple[object, st
         out["gpu_memory_total"] = (quantity(driver["value"], "B"), f"preset {ident}: driver-reported total {driver['value']} — {driver['source']}")
     out["hbm_capacity"] = (device.memory_bytes, f"preset {ident}: memory capacity {device.memory_text} — {mem_src}")
     out["hbm_bandwidth"] = (device.bandwidth, f"preset {ident}: memory bandwidth {device.bandwidth_text} — {mem_src}")
-    peak = device.headline(precision)
+    from engine.domain.hardware import FORMATS, select_format_peak
+
+    if precision in FORMATS:  # a block-scaled format runs where the record states it (refused elsewhere)
+        peak = select_format_peak(device, precision).peak
+    else:
+        peak = device.headline(precision)
     if peak is not None:
         out["peak_flops"] = (peak.flops, f"preset {ident}: dense {precision} peak {peak.text} — {peak.source}")
     if device.tdp_w is not None:

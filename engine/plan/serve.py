@@ -48,7 +48,7 @@ def _divisors(n: int, cap: int) -> tuple[int, ...]:
 
 def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft: float, tpot: float, demand: float | None = None, qps: float | None = None,
                 nvlink_domain: int = 8, max_batch: int = 256, max_ep: int = 64, mfu: float | None = None, mbu: float = 1.0, kv_bytes: float = 2.0,
-                allreduce_latency: float | None = None, kv_link_bandwidth: float | None = None, waterline: float | None = None,
+                weights: str | None = None, kv_cache: str | None = None, precision: str = "bf16", allreduce_latency: float | None = None, kv_link_bandwidth: float | None = None, waterline: float | None = None,
                 split: bool = True, prune: str = "all") -> ServeSpace:
     from engine.domain import presets
     from engine.plan.space import SCALEOUT_BANDWIDTH, _preset
@@ -69,17 +69,24 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
         _need_positive(demand, "--demand")
     if prune not in PRUNE:
         raise InputError("--prune", f"{prune!r} is not one of {', '.join(PRUNE)}")
+    from engine.domain import storage
+
+    precision = str(precision).strip().lower()
+    w_fmt = storage.resolve(weights or "bf16", "--weights", root)
+    if kv_cache is not None:
+        kv_bytes = storage.resolve(kv_cache, "--kv-cache", root).bytes
+    storage.check_compute(w_fmt, precision)
     mv = _preset(presets, root, model, None, "bf16", "--model")
-    dv = _preset(presets, root, None, device, "bf16", "--device")
+    dv = _preset(presets, root, None, device, precision, "--device")
     if mv.get("attention") not in ("gqa", "mha"):
         raise InputError("--model", f"{model}: plan serve counts GQA/MHA KV caches only (this model's attention is {mv.get('attention')})")
-    for need, what in (("peak_flops", "dense bf16 peak"), ("hbm_capacity", "memory capacity"), ("hbm_bandwidth", "memory bandwidth"),
+    for need, what in (("peak_flops", f"dense {precision} peak"), ("hbm_capacity", "memory capacity"), ("hbm_bandwidth", "memory bandwidth"),
                        ("nominal_bandwidth", "scale-up interconnect bandwidth (interconnect.per_direction) for the TP all-reduces")):
         if need not in dv:
             raise InputError("--device", f"{device} records no {what} to plan with")
     if mfu is None:
         if "mfu" not in dv:
-            raise InputError("--mfu", f"{device} records no measured MFU; give --mfu for the prefill rate")
+            raise InputError("--mfu", f"{device} records no measured MFU at {precision}; give --mfu for the prefill rate")
         mfu = float(dv["mfu"][0])
     elif not 0 < mfu <= 1:
         raise InputError("--mfu", f"{mfu!r} is not in (0, 1]")
@@ -108,7 +115,8 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
                 mfu=float(mfu), mbu=float(mbu), allreduce_latency=float(allreduce_latency), kv_link_bw=float(kv_link),
                 demand=float(demand) if demand else 0.0, waterline=waterline, tp_prefill=0,
                 modes=MODES if split and output >= 2 else MODES[:1], tp=tp, ep=_divisors(experts, max_ep) if experts else (1,),
-                batch=tuple(range(1, max_batch + 1)), prune=prune)
+                batch=tuple(range(1, max_batch + 1)), prune=prune, bytes_param=w_fmt.bytes, precision=precision, weights=w_fmt.name,
+                kv_cache=kv_cache.strip().lower() if kv_cache else ("bf16" if kv_bytes == 2 else "as given"))
     space = ServeSpace(**base)
     if len(space.modes) > 1:
         space = ServeSpace(**dict(base, tp_prefill=_prefill_tp(space, f)))
@@ -198,12 +206,14 @@ def plan_serve(root, model: str, device: str, *, executor: str = "serial", worke
 def notes(s: ServeSpace) -> tuple[str, ...]:
     from engine.plan.space import SCALEOUT_SOURCE
 
-    out = [f"MFU {s.mfu:g} for prefill and decode compute (FX74, FX131); MBU {s.mbu:g} for the decode HBM reads (FX132; 1 = datasheet bandwidth)",
+    out = [f"precision: weights {s.weights} ({s.bytes_param:g} B per weight, F6), K/V cache {s.kv_cache} ({s.kv_bytes:g} B per element, F8), "
+           f"matrix products at the device's dense {s.precision} peak {s.peak / 1e12:g} TFLOP/s (FX651: three separate choices)",
+           f"MFU {s.mfu:g} for prefill and decode compute (FX74, FX131); MBU {s.mbu:g} for the decode HBM reads (FX132; 1 = datasheet bandwidth)",
            "TTFT is one request's prefill alone (no queueing); co-located TPOT carries the steady chunked-prefill share of each step "
            "(batch x prompt / output tokens of FX74 per step)",
            f"decode step FX75 roofline at the mean context prompt + output/2; TP all-reduces FX702-FX704 (2 L per pass) as FX50 rings over NVLink "
            f"{s.nvlink_bw / 1e9:g} GB/s x F20 efficiency, step latency {s.allreduce_latency * 1e6:g} us per ring step"
-           + (" (FX50's default, the book calculator's; give --allreduce-latency from nccl-tests)" if s.allreduce_latency == 20e-6 else " (given)"),
+           + (" (FX50's default, the book calculator's; give --allreduce-latency from nccl-tests)" if abs(s.allreduce_latency - 20e-6) < 1e-15 else " (given)"),
            f"fleet: FX87 replicas at waterline {s.waterline:g} for " + (f"{s.demand:g} output tokens/s" if s.demand else "one replica's goodput (no --demand/--qps)"),
            "goodput per replica FX138 (decode slots, Little's law FX81 with FX79's end-to-end latency)"]
     if s.expert_params:

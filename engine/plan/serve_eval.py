@@ -6,7 +6,7 @@ so any worker can evaluate any tile of it. Points are numbered in mixed radix ov
 the tie-break everywhere.
 
 Per point, decode instance of g = TP x EP GPUs (compiled formulas, NumPy twins, no sympy):
-  weights per GPU  F6 of the dense part / TP + F6 of the routed experts / (TP x EP)
+  weights per GPU  F6 (bytes per weight of --weights) of the dense part / TP + F6 of the routed experts / (TP x EP)
   KV per token     F8 over TP; each of the EP attention groups holds batch / EP sequences (EP divides the batch)
   memory           weights + batch/EP x (prompt + output) x KV per GPU <= F7 usable
   decode step      FX75 roofline = max(FX131 compute at MFU, FX132 HBM reads at MBU), context prompt + output/2
@@ -77,6 +77,10 @@ class ServeSpace:
     ep: tuple[int, ...]
     batch: tuple[int, ...]
     prune: str = "all"
+    bytes_param: float = 2.0  # bytes per stored weight (F6's p; --weights)
+    precision: str = "bf16"  # the matrix path of peak (--precision)
+    weights: str = "bf16"  # the weights' storage format, for the notes
+    kv_cache: str = "bf16"  # the K/V cache's storage format, for the notes
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -116,8 +120,8 @@ def constants(s: ServeSpace, f: _Formulas | None = None) -> dict:
     out = dict(kv_token=kv, ctx=ctx, usable=f("F7", hbm_capacity=s.hbm),
                flops_prefill=f("FX30", "include", params_active=s.params_active, layers=L, seq_len=float(s.prompt), heads=a, head_dim=d),
                flops_decode=f("FX30", "include", params_active=s.params_active, layers=L, seq_len=ctx, heads=a, head_dim=d),
-               w_dense=f("F6", "same", params=s.params - s.expert_params), transfer=s.prompt * kv / s.kv_link_bw)
-    out["w_expert"] = f("F6", "same", params=s.expert_params) if s.expert_params else 0.0
+               w_dense=f("F6", "same", params=s.params - s.expert_params, bytes_param=s.bytes_param), transfer=s.prompt * kv / s.kv_link_bw)
+    out["w_expert"] = f("F6", "same", params=s.expert_params, bytes_param=s.bytes_param) if s.expert_params else 0.0
     if s.tp_prefill:
         tpp = float(s.tp_prefill)
         out["prefill_split"] = f("FX74", "per_token", infer_flops_per_token=out["flops_prefill"], prompt_tokens=float(s.prompt), tp_size=tpp,

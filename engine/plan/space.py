@@ -59,6 +59,7 @@ class Space:
     mb: tuple[int, ...]
     zero: tuple[int, ...] = ZERO
     recompute: tuple[str, ...] = RECOMPUTE
+    precision: str = "bf16"  # the matrix path of peak (--precision)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -90,7 +91,7 @@ def _preset(presets, root, model, device, precision: str, field: str) -> dict:
     try:
         return {k: v for k, (v, _) in presets.load(root, model, device, precision).items()}
     except InputError as exc:
-        raise InputError(field, exc.message) from None
+        raise InputError("--precision" if exc.field == "--precision" else field, exc.message) from None
 
 
 def build(root, model: str, device: str, gpus: int, *, global_batch: int | None = None, seq: int = 4096,
@@ -138,5 +139,5 @@ def build(root, model: str, device: str, gpus: int, *, global_batch: int | None 
         scaleout_bw=float(scaleout_bandwidth), efficiency=float(compute_efficiency), flash=bool(flash),
         tp=tuple(range(1, min(heads, gpus) + 1)), pp=tuple(range(1, min(layers, gpus) + 1)),
         ep=tuple(range(1, min(experts, gpus) + 1)) if experts else (1,),
-        mb=tuple(range(1, min(micro_batches, global_batch) + 1)),
+        mb=tuple(range(1, min(micro_batches, global_batch) + 1)), precision=precision,
     )

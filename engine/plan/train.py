@@ -69,7 +69,9 @@ def plan(root, model: str, device: str, gpus: int, *, top: int = 5, executor: st
         row["binding"] = binding(row)
         rows.append(row)
     text = why(rows[0], rows[1] if len(rows) > 1 else None) if rows else "no configuration fits"
-    notes = (f"scale-out bandwidth {space.scaleout_bw / 1e9:g} GB/s per GPU" + (f" ({SCALEOUT_SOURCE})" if space.scaleout_bw == 50e9 else " (given)"),
+    notes = (f"matrix products at the device's dense {space.precision} peak {space.peak / 1e12:g} TFLOP/s (--precision); weights, gradients and "
+             "Adam states in mixed precision whatever the compute precision (F4: 2 + 2 + 12 B per parameter)",
+             f"scale-out bandwidth {space.scaleout_bw / 1e9:g} GB/s per GPU" + (f" ({SCALEOUT_SOURCE})" if space.scaleout_bw == 50e9 else " (given)"),
              f"compute efficiency {space.efficiency:g}" + (f" ({COMPUTE_EFFICIENCY_NOTE})" if space.efficiency == 0.6 else " (given)"),
              "sequence parallelism on with TP (sp_degree = tp_size); FlashAttention " + ("on (FX103 variant 1)" if space.flash else "off (FX103 variant 0)"),
              "1F1B non-interleaved pipeline; tensor-parallel and data-parallel communication not overlapped (FX113 default overlap 0); no context parallelism",
