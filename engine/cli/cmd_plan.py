@@ -8,11 +8,12 @@ from __future__ import annotations
 
 EXAMPLES = """examples:
   aiinfra plan --model llama-3.1-405b --device h100-sxm --gpus 16384 --global-batch 2048 --seq 8192
+  aiinfra plan --model llama-3.1-405b --device h100-sxm --gpus 16384 --global-batch 128 --seq 131072
   aiinfra plan --model llama-3.1-70b --device h100-sxm --gpus 1024 --global-batch 1024 --executor process --format json
   aiinfra plan serve --model llama-3.1-70b --device h100-sxm --prompt 4096 --output 512 --ttft 2s --tpot 60ms --demand 200000
   aiinfra plan serve --model llama-3.1-70b --device b200 --prompt 4096 --output 512 --ttft 2s --tpot 30ms --weights nvfp4 --kv-cache fp8 --precision nvfp4 --mfu 0.4
   aiinfra plan serve --model mixtral-8x7b --device h100-sxm --prompt 1024 --output 256 --ttft 1s --tpot 50ms --qps 10 --format csv
-Every point of TP x PP x EP x micro-batch x ZeRO stage x recompute is checked (DP = GPUs / (TP x PP));
+Every point of TP x CP x PP x EP x micro-batch x ZeRO stage x recompute is checked (DP = GPUs / (TP x CP x PP));
 the fastest that fit are printed with what limits each, and why the first beats the second; layouts
 that differ only by ZeRO stage and tie are folded (--all lists them).
 serve: co-located or prefill/decode-split instances of TP (x EP) x decode batch against TTFT/TPOT;
@@ -42,17 +43,19 @@ def _float(text: str) -> float:
 def add_parsers(verbs, Parser, shared) -> None:
     import argparse
 
-    p = verbs.add_parser("plan", help="search TP x PP x DP (x EP) x micro-batch x ZeRO x recompute for training",
+    p = verbs.add_parser("plan", help="search TP x CP x PP x DP (x EP) x micro-batch x ZeRO x recompute for training",
                          description="Search the parallel layouts of a training job: memory per GPU (F4, FX104, F7), step time "
-                                     "(F1, FX412, F13, F15-F20); print the fastest that fit, the binding constraint of each and why the best wins.",
+                                     "(F1, FX412, F13, F15-F20, FX720); print the fastest that fit, the binding constraint of each and why the best wins.",
                          formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES)
     p.add_argument("mode", nargs="?", choices=("train", "serve"), default="train", help="train (default) or serve")
     p.add_argument("--model", required=True, metavar="ID", help="model id from knowledge/models, e.g. llama-3.1-70b")
     p.add_argument("--device", required=True, metavar="ID", help="device id from knowledge/hardware, e.g. h100-sxm")
-    p.add_argument("--gpus", type=_int, metavar="N", help="train: GPUs in the job (DP x TP x PP = N; required)")
+    p.add_argument("--gpus", type=_int, metavar="N", help="train: GPUs in the job (DP x TP x CP x PP = N; required)")
     p.add_argument("--global-batch", type=_int, metavar="B", help="sequences per optimizer step (default: one per GPU)")
     p.add_argument("--seq", type=_int, default=4096, metavar="S", help="sequence length in tokens (default 4096)")
     p.add_argument("--nvlink-domain", type=_int, default=8, metavar="G", help="GPUs per NVLink domain; TP stays inside one (default 8)")
+    p.add_argument("--max-cp", type=_int, metavar="C", help="largest context-parallel group tried, a power of two (default: 16 from 32,768 "
+                                                         "tokens, else 1, as Llama 3 ran CP 16 only for 128K sequences)")
     p.add_argument("--max-micro-batch", type=_int, default=16, metavar="M", help="largest micro-batch tried, in sequences (default 16)")
     p.add_argument("--scaleout-bandwidth", type=_float, metavar="GB/s", help="scale-out bandwidth per GPU in GB/s (default 50, the Llama 3 cluster's 400 Gb/s)")
     p.add_argument("--compute-efficiency", type=_float, metavar="F", help="share of the dense peak the kernels reach (default 0.6, an assumption)")
@@ -90,7 +93,7 @@ def add_parsers(verbs, Parser, shared) -> None:
     p.set_defaults(handler="engine.cli.cmd_plan:run")
 
 
-COLUMNS = [("rank", "#"), ("tp", "TP"), ("pp", "PP"), ("dp", "DP"), ("ep", "EP"), ("mb", "mb"), ("n_micro", "micro-batches"), ("zero", "ZeRO"),
+COLUMNS = [("rank", "#"), ("tp", "TP"), ("cp", "CP"), ("pp", "PP"), ("dp", "DP"), ("ep", "EP"), ("mb", "mb"), ("n_micro", "micro-batches"), ("zero", "ZeRO"),
            ("recompute", "recompute"), ("step_s", "step s"), ("mfu_pct", "MFU %"), ("memory_gib", "memory GiB"), ("binding", "binding constraint")]
 
 
@@ -108,7 +111,7 @@ def run(args) -> int:
         if value is not None:
             raise InputError(flag, "applies to plan serve; plan train keeps mixed-precision weights, gradients and Adam states (F4: 2 + 2 + 12 B per parameter)")
     options = dict(global_batch=args.global_batch, seq=args.seq, nvlink_domain=args.nvlink_domain, micro_batches=args.max_micro_batch,
-                   flash=not args.no_flash, precision=str(args.precision).strip().lower())
+                   flash=not args.no_flash, precision=str(args.precision).strip().lower(), max_cp=args.max_cp)
     if args.scaleout_bandwidth is not None:
         options["scaleout_bandwidth"] = args.scaleout_bandwidth * 1e9
     if args.compute_efficiency is not None:

@@ -7,12 +7,19 @@ Step time of one optimizer step on one GPU (the terms each point reports):
   compute   model FLOPs (F1, attention term included) over N GPUs at peak x efficiency
   recompute_extra the FLOPs recomputation adds (FX412 over F1), at the same rate
   tp_comm   TP activation all-reduces (F17) over the scale-up link (F20, nominal x efficiency), not overlapped (FX113 default)
-  bubble    (compute + recompute + tp_comm) x F13 / (1 - F13): the pipeline's idle share
+  cp_comm   context-parallel K/V all-gather and gradient reduce-scatter (FX720), scale-up when TP x CP fits the domain
+  bubble    (compute + recompute + tp_comm + cp_comm) x F13 / (1 - F13): the pipeline's idle share
   pp_comm   stage-boundary P2P (F18) per micro-batch over the scale-out link
   dp_comm   gradient all-reduce (F15; F16 with ZeRO-3) over the scale-out link unless the job fits one NVLink domain
   ep_comm   MoE dispatch/combine All2All (F19) per token, MoE layers of the stage, scale-up when TP x EP fits the domain
 Memory per GPU: FX105 = F4 (ZeRO stage) + FX104 (F5 by recompute, FX300 logits, FX103 attention bytes),
 sequence parallelism on (sp_degree = tp_size), compared with F7's usable memory.
+
+Context parallelism splits every sequence over CP ranks (activations, TP and PP traffic at seq / CP
+tokens); the CP ranks hold the same weights, so ZeRO shards and gradients reduce over DP x CP.
+Pipeline stages need not divide the layers evenly: the heaviest stage holds ceil(L / PP) layers
+(Llama 3 ran 126 layers on 16 stages, one layer fewer on the first and last) and sets the pace,
+so compute, memory and per-stage traffic are those of PP x ceil(L / PP) layers.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import numpy as np
 
 from engine.plan.space import AXES, Space
 
-TERMS = ("compute", "recompute_extra", "tp_comm", "bubble", "pp_comm", "dp_comm", "ep_comm")
+TERMS = ("compute", "recompute_extra", "tp_comm", "cp_comm", "bubble", "pp_comm", "dp_comm", "ep_comm")
 
 
 class _Formulas:
@@ -56,22 +63,24 @@ def decode(space: Space, start: int, stop: int) -> dict[str, np.ndarray]:
 
 
 def feasible_layout(space: Space, idx: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Integer constraints (no formulas): DP x TP x PP = N, TP within the NVLink domain and dividing
-    heads and KV heads, PP dividing layers, EP dividing experts and DP, micro-batches dividing the batch."""
+    """Integer constraints (no formulas): DP x TP x CP x PP = N, TP within the NVLink domain and dividing
+    heads and KV heads, CP's 2 x CP chunks dividing the sequence (built into the axis), PP at most the
+    layers, EP dividing experts and DP, micro-batches dividing the batch."""
     tp = np.asarray(space.tp, dtype=np.int64)[idx["tp"]]
+    cp = np.asarray(space.cp, dtype=np.int64)[idx["cp"]]
     pp = np.asarray(space.pp, dtype=np.int64)[idx["pp"]]
     ep = np.asarray(space.ep, dtype=np.int64)[idx["ep"]]
     mb = np.asarray(space.mb, dtype=np.int64)[idx["mb"]]
     zero = np.asarray(space.zero, dtype=np.int64)[idx["zero"]]
-    ok = (space.gpus % (tp * pp) == 0) & (tp <= space.nvlink_domain) & (space.heads % tp == 0) & (space.layers % pp == 0)
+    ok = (space.gpus % (tp * cp * pp) == 0) & (tp <= space.nvlink_domain) & (space.heads % tp == 0) & (pp <= space.layers)
     if space.kv_heads:
         ok &= space.kv_heads % tp == 0
-    dp = space.gpus // (tp * pp)
+    dp = space.gpus // (tp * cp * pp)
     ok &= space.global_batch % np.maximum(dp * mb, 1) == 0
     ok &= (zero == 0) | (dp > 1)  # ZeRO over one rank shards nothing
     if space.experts:
         ok &= (space.experts % ep == 0) & (dp % ep == 0)
-    vals = dict(tp=tp, pp=pp, ep=ep, mb=mb, zero=zero, recompute=idx["recompute"], dp=dp, index=idx["index"])
+    vals = dict(tp=tp, cp=cp, pp=pp, ep=ep, mb=mb, zero=zero, recompute=idx["recompute"], dp=dp, index=idx["index"])
     return {k: v[ok] for k, v in vals.items()}, ok
 
 
@@ -82,53 +91,66 @@ def _by_choice(choice: np.ndarray, options: list) -> np.ndarray:
 def terms(space: Space, v: dict[str, np.ndarray], f: _Formulas | None = None) -> dict[str, np.ndarray]:
     """Memory and step-time terms of the (already layout-feasible) points ``v``."""
     f = f or _Formulas(space.root)
-    tp, pp, ep, mb, dp = (v[k].astype(float) for k in ("tp", "pp", "ep", "mb", "dp"))
+    tp, cp, pp, ep, mb, dp = (v[k].astype(float) for k in ("tp", "cp", "pp", "ep", "mb", "dp"))
     s, h, L = float(space.seq), float(space.hidden), float(space.layers)
+    s_cp = s / cp  # tokens of each sequence on one CP rank
+    L_pad = np.ceil(L / pp) * pp  # PP stages of the heaviest stage's ceil(L / PP) layers
+    imbalance = L_pad / L
     n_micro = space.global_batch / (dp * mb)
     # memory (FX105 = F4 + FX104), usable F7
-    params_gpu = space.params - space.expert_params + space.expert_params / ep  # F4 is linear in params
-    states = _by_choice(v["zero"], [f("F4", str(z), params=params_gpu, tp_size=tp, pp_size=pp, dp_size=dp) for z in space.zero])
-    attn = f("FX103", "1" if space.flash else "0", seq_len=s)
+    params_gpu = (space.params - space.expert_params + space.expert_params / ep) * imbalance  # F4 is linear in params
+    states = _by_choice(v["zero"], [f("F4", str(z), params=params_gpu, tp_size=tp, pp_size=pp, dp_size=dp * cp) for z in space.zero])
+    attn = f("FX103", "1" if space.flash else "0", seq_len=s_cp)
     per_layer = _by_choice(v["recompute"], [
-        f("F5", r, seq_len=s, micro_batch=mb, hidden=h, heads=space.heads, tp_size=tp, sp_degree=tp, act_bytes_attn=attn) for r in space.recompute])
-    logits = f("FX300", seq_len=s, micro_batch=mb, vocab_size=space.vocab, tp_size=tp)
-    acts = f("FX104", "non_interleaved", layers=L, activation_bytes_per_layer=per_layer, logits_activation_bytes=logits,
-             seq_len=s, micro_batch=mb, hidden=h, sp_degree=tp, pp_size=pp)
+        f("F5", r, seq_len=s_cp, micro_batch=mb, hidden=h, heads=space.heads, tp_size=tp, sp_degree=tp, act_bytes_attn=attn) for r in space.recompute])
+    logits = f("FX300", seq_len=s_cp, micro_batch=mb, vocab_size=space.vocab, tp_size=tp)
+    acts = f("FX104", "non_interleaved", layers=L_pad, activation_bytes_per_layer=per_layer, logits_activation_bytes=logits,
+             seq_len=s_cp, micro_batch=mb, hidden=h, sp_degree=tp, pp_size=pp)
     memory = f("FX105", model_state_bytes_per_gpu=states, activation_bytes_per_gpu=acts)
     usable = f("F7", hbm_capacity=space.hbm)
     # compute: F1 (model FLOPs of one step) and FX412 (recompute overhead)
     tokens = float(space.global_batch * space.seq)
     flops = f("F1", "include", params_active=space.params_active, train_tokens=tokens, layers=L, seq_len=s, heads=space.heads, head_dim=space.head_dim)
     rate = space.gpus * space.peak * space.efficiency
-    compute = np.full(tp.shape, flops / rate)
+    compute = flops / rate * imbalance
     over = _by_choice(v["recompute"], [f("FX412", r, seq_len=s, hidden=h, vocab_size=space.vocab, layers=L) for r in space.recompute])
     recompute = compute * over
     # tensor parallel: F17 per micro-batch (layers of one stage), n_micro of them
     eff = f.default("F20", "bandwidth_efficiency")
     hidden_frac = f.default("FX113", "comm_overlap_fraction")
-    tp_bytes = f("F17", tp_size=tp, micro_batch=mb, seq_len=s, hidden=h, layers=L, pp_size=pp)
+    tp_bytes = f("F17", tp_size=tp, micro_batch=mb, seq_len=s_cp, hidden=h, layers=L_pad, pp_size=pp)
     tp_comm = n_micro * f("FX113", collective_time=f("F20", "nominal_discount", comm_bytes=tp_bytes, nominal_bandwidth=space.nvlink_bw,
                                                      bandwidth_efficiency=eff, comm_latency=0.0), comm_overlap_fraction=hidden_frac)
+    # context parallel: FX720 per micro-batch over the stage's layers, scale-up while TP x CP fits the domain
+    if len(space.cp) > 1:
+        cp_bytes = f("FX720", cp_size=cp, micro_batch=mb, seq_len=s, kv_heads=float(space.kv_heads or space.heads), head_dim=float(space.head_dim),
+                     layers=L_pad, tp_size=tp, pp_size=pp)
+        cp_bw = np.where(tp * cp <= space.nvlink_domain, space.nvlink_bw, space.scaleout_bw)
+        cp_comm = n_micro * f("FX113", collective_time=f("F20", "nominal_discount", comm_bytes=cp_bytes, nominal_bandwidth=cp_bw,
+                                                         bandwidth_efficiency=eff, comm_latency=0.0), comm_overlap_fraction=hidden_frac)
+    else:
+        cp_comm = np.zeros(tp.shape)
     bubble_frac = f("F13", "non_interleaved", pp_size=pp, n_micro_batches=n_micro)
-    bubble = (compute + recompute + tp_comm) * bubble_frac / (1 - bubble_frac)
-    pp_bytes = f("F18", pp_size=pp, micro_batch=mb, seq_len=s, hidden=h, tp_size=tp)
+    bubble = (compute + recompute + tp_comm + cp_comm) * bubble_frac / (1 - bubble_frac)
+    pp_bytes = f("F18", pp_size=pp, micro_batch=mb, seq_len=s_cp, hidden=h, tp_size=tp)
     pp_comm = n_micro * f("F20", "nominal_discount", comm_bytes=pp_bytes, nominal_bandwidth=space.scaleout_bw, bandwidth_efficiency=eff, comm_latency=0.0)
     # data parallel: F15 (ZeRO 0-2: reduce-scatter + all-gather move what an all-reduce moves) or F16 (ZeRO-3)
-    dp_bytes = np.where(v["zero"] == 3, f("F16", params=params_gpu, dp_size=dp, tp_size=tp, pp_size=pp),
-                        f("F15", params=params_gpu, dp_size=dp, tp_size=tp, pp_size=pp))
-    dp_bw = np.where(tp * pp * dp <= space.nvlink_domain, space.nvlink_bw, space.scaleout_bw)
+    dp_bytes = np.where(v["zero"] == 3, f("F16", params=params_gpu, dp_size=dp * cp, tp_size=tp, pp_size=pp),
+                        f("F15", params=params_gpu, dp_size=dp * cp, tp_size=tp, pp_size=pp))
+    dp_bw = np.where(tp * cp * pp * dp <= space.nvlink_domain, space.nvlink_bw, space.scaleout_bw)
     dp_comm = f("FX113", collective_time=f("F20", "nominal_discount", comm_bytes=dp_bytes, nominal_bandwidth=dp_bw, bandwidth_efficiency=eff, comm_latency=0.0),
                 comm_overlap_fraction=hidden_frac)
     if space.experts:
         per_token = f("F19", top_k=space.top_k, hidden=h, ep_size=ep)
         ep_bw = np.where(tp * ep <= space.nvlink_domain, space.nvlink_bw, space.scaleout_bw)
-        ep_bytes = per_token * mb * s * (L / pp) * n_micro
+        ep_bytes = per_token * mb * s_cp * (L_pad / pp) * n_micro
         ep_comm = f("F20", "nominal_discount", comm_bytes=ep_bytes, nominal_bandwidth=ep_bw, bandwidth_efficiency=eff, comm_latency=0.0)
     else:
         ep_comm = np.zeros(tp.shape)
-    out = dict(compute=compute, recompute_extra=recompute, tp_comm=tp_comm, bubble=bubble, pp_comm=pp_comm, dp_comm=dp_comm, ep_comm=ep_comm)
-    out["step_time"] = compute + recompute + tp_comm + bubble + pp_comm + dp_comm + ep_comm
-    out.update(memory=memory, usable=np.broadcast_to(usable, tp.shape), states=states, activations=acts, n_micro=n_micro, bubble_fraction=bubble_frac)
+    out = dict(compute=compute, recompute_extra=recompute, tp_comm=tp_comm, cp_comm=cp_comm, bubble=bubble, pp_comm=pp_comm, dp_comm=dp_comm,
+               ep_comm=ep_comm)
+    out["step_time"] = compute + recompute + tp_comm + cp_comm + bubble + pp_comm + dp_comm + ep_comm
+    out.update(memory=memory, usable=np.broadcast_to(usable, tp.shape), stage_layers=L_pad / pp, states=states, activations=acts, n_micro=n_micro, bubble_fraction=bubble_frac)
     return out
 
 

@@ -14,7 +14,7 @@ from engine.core.record import dataclass
 
 RECOMPUTE = ("none", "selective", "full")
 ZERO = (0, 1, 2, 3)
-AXES = ("tp", "pp", "ep", "mb", "zero", "recompute")
+AXES = ("tp", "cp", "pp", "ep", "mb", "zero", "recompute")
 
 # Options of the planner that are not formula symbols: (default, what it is). Each formula
 # constant (bytes per parameter, activation bytes, bandwidth efficiency, F7 fractions, ...) is
@@ -54,6 +54,7 @@ class Space:
     flash: bool
     # axes
     tp: tuple[int, ...]
+    cp: tuple[int, ...]
     pp: tuple[int, ...]
     ep: tuple[int, ...]
     mb: tuple[int, ...]
@@ -87,6 +88,27 @@ def _positive(value, field: str) -> int:
     return value
 
 
+# Context parallelism is searched for long sequences only: Llama 3 trained its 8K stage with CP 1
+# and its 128K stage with CP 16 (arXiv 2407.21783, Table 4). Below LONG_SEQ tokens the planner
+# would otherwise trade the bubble for CP with no penalty for the smaller per-rank matrices.
+LONG_SEQ = 32768
+MAX_CP_LONG = 16
+
+
+def default_max_cp(seq: int) -> int:
+    return MAX_CP_LONG if seq >= LONG_SEQ else 1
+
+
+def _cp_sizes(seq: int, cap: int) -> tuple[int, ...]:
+    """Powers of two up to ``cap`` whose 2 x CP load-balancing chunks divide the sequence (1 always)."""
+    out, c = [1], 2
+    while c <= cap:
+        if seq % (2 * c) == 0:
+            out.append(c)
+        c *= 2
+    return tuple(out)
+
+
 def _preset(presets, root, model, device, precision: str, field: str) -> dict:
     try:
         return {k: v for k, (v, _) in presets.load(root, model, device, precision).items()}
@@ -96,7 +118,8 @@ def _preset(presets, root, model, device, precision: str, field: str) -> dict:
 
 def build(root, model: str, device: str, gpus: int, *, global_batch: int | None = None, seq: int = 4096,
           nvlink_domain: int = 8, micro_batches: int = 16, scaleout_bandwidth: float = SCALEOUT_BANDWIDTH,
-          compute_efficiency: float = COMPUTE_EFFICIENCY, flash: bool = True, precision: str = "bf16") -> Space:
+          compute_efficiency: float = COMPUTE_EFFICIENCY, flash: bool = True, precision: str = "bf16",
+          max_cp: int | None = None) -> Space:
     """The space for a model and device from knowledge/ (InputError naming the field when refused)."""
     from engine.domain import presets
 
@@ -105,6 +128,9 @@ def build(root, model: str, device: str, gpus: int, *, global_batch: int | None 
     nvlink_domain = _positive(nvlink_domain, "--nvlink-domain")
     micro_batches = _positive(micro_batches, "--max-micro-batch")
     global_batch = gpus if global_batch is None else _positive(global_batch, "--global-batch")
+    max_cp = default_max_cp(seq) if max_cp is None else _positive(max_cp, "--max-cp")
+    if not flash:
+        max_cp = 1  # F5's unfused score term is for a whole sequence against itself, not a local chunk against all keys
     if not 0 < compute_efficiency <= 1:
         raise InputError("--compute-efficiency", f"{compute_efficiency!r} is not in (0, 1]")
     if not scaleout_bandwidth > 0:
@@ -137,7 +163,7 @@ def build(root, model: str, device: str, gpus: int, *, global_batch: int | None 
         experts=experts, top_k=top_k, expert_params=expert_params,
         hbm=float(dev["hbm_capacity"]), peak=float(dev["peak_flops"]), nvlink_bw=float(dev["nominal_bandwidth"]),
         scaleout_bw=float(scaleout_bandwidth), efficiency=float(compute_efficiency), flash=bool(flash),
-        tp=tuple(range(1, min(heads, gpus) + 1)), pp=tuple(range(1, min(layers, gpus) + 1)),
+        tp=tuple(range(1, min(heads, gpus) + 1)), cp=_cp_sizes(seq, min(max_cp, gpus)), pp=tuple(range(1, min(layers, gpus) + 1)),
         ep=tuple(range(1, min(experts, gpus) + 1)) if experts else (1,),
         mb=tuple(range(1, min(micro_batches, global_batch) + 1)), precision=precision,
     )

@@ -5,10 +5,10 @@ from __future__ import annotations
 from engine.core.record import dataclass, field
 from engine.plan.evaluate import TERMS, describe
 from engine.plan.executor import TILE, Found, run
-from engine.plan.space import COMPUTE_EFFICIENCY_NOTE, SCALEOUT_SOURCE, Space, build
+from engine.plan.space import COMPUTE_EFFICIENCY_NOTE, LONG_SEQ, SCALEOUT_SOURCE, Space, build
 
 # what each overhead term means when it is the one that limits a configuration
-LIMIT = {"recompute_extra": "memory (recomputation needed to fit)", "tp_comm": "comm (tensor-parallel all-reduces)", "bubble": "bubble (pipeline idle)",
+LIMIT = {"recompute_extra": "memory (recomputation needed to fit)", "tp_comm": "comm (tensor-parallel all-reduces)", "cp_comm": "comm (context-parallel K/V all-gathers)", "bubble": "bubble (pipeline idle)",
          "pp_comm": "comm (pipeline P2P)", "dp_comm": "comm (data-parallel gradients)", "ep_comm": "comm (expert All2All)"}
 MEMORY_TIGHT = 0.9  # a configuration using this share of usable memory is also reported as memory-bound
 
@@ -38,7 +38,7 @@ def why(best: dict, nxt: dict | None) -> str:
     term = max(diffs, key=lambda t: (abs(diffs[t]), t))
     gap = nxt["step_time"] - best["step_time"]
     if gap == 0:
-        return f"#2 ties #1 on step time ({best['step_time']:.4g} s); #1 is first by the tie-break (smaller TP, PP, EP, micro-batch, ZeRO, lighter recompute)"
+        return f"#2 ties #1 on step time ({best['step_time']:.4g} s); #1 is first by the tie-break (smaller TP, CP, PP, EP, micro-batch, ZeRO, lighter recompute)"
     return (f"#1 beats #2 by {gap:.4g} s per step ({gap / nxt['step_time']:.2%}); the term that differs most is {term} "
             f"({best[term]:.4g} s vs {nxt[term]:.4g} s)")
 
@@ -56,7 +56,7 @@ def plan(root, model: str, device: str, gpus: int, *, top: int = 5, executor: st
             break
         row = describe(space, index)
         if fold:
-            key = (row["tp"], row["pp"], row["ep"], row["mb"], row["recompute"], row["step_time"])
+            key = (row["tp"], row["cp"], row["pp"], row["ep"], row["mb"], row["recompute"], row["step_time"])
             if key in seen:
                 continue
             seen.add(key)
@@ -74,8 +74,14 @@ def plan(root, model: str, device: str, gpus: int, *, top: int = 5, executor: st
              f"scale-out bandwidth {space.scaleout_bw / 1e9:g} GB/s per GPU" + (f" ({SCALEOUT_SOURCE})" if space.scaleout_bw == 50e9 else " (given)"),
              f"compute efficiency {space.efficiency:g}" + (f" ({COMPUTE_EFFICIENCY_NOTE})" if space.efficiency == 0.6 else " (given)"),
              "sequence parallelism on with TP (sp_degree = tp_size); FlashAttention " + ("on (FX103 variant 1)" if space.flash else "off (FX103 variant 0)"),
-             "1F1B non-interleaved pipeline; tensor-parallel and data-parallel communication not overlapped (FX113 default overlap 0); no context parallelism",
-             "DP x TP x PP = GPUs; EP is carved out of DP (EP divides DP and the experts); ranks ordered TP innermost, so TP stays in one NVLink domain",
+             "1F1B non-interleaved pipeline; tensor-, context- and data-parallel communication not overlapped (FX113 default overlap 0)",
+             f"context parallelism (all-gather of K/V, FX720) searched up to CP {max(space.cp)}"
+             + (f" (the default below {LONG_SEQ:,} tokens: Llama 3 trained 8K sequences with CP 1 and 128K with CP 16, Table 4; --max-cp widens it)"
+                if max(space.cp) == 1 and space.seq < LONG_SEQ else ""),
+             "pipeline stages of ceil(L / PP) layers: the heaviest stage sets the pace and its memory is counted (Llama 3 ran 126 layers on "
+             "16 stages, one fewer on the first and last, section 3.3.2); embedding and output head not placed on a stage",
+             "DP x TP x CP x PP = GPUs; EP is carved out of DP (EP divides DP and the experts); ranks ordered TP, CP, PP, DP from innermost, "
+             "so TP stays in one NVLink domain; ZeRO shards and gradients reduce over DP x CP",
              "activations are those of a GPT layer (Korthikanti et al.); MoE expert activations and load imbalance are not counted")
     return Plan(space, found, tuple(rows), text, notes, folded)
 

@@ -14,6 +14,7 @@ ROOT = "."
 
 
 def index(space, **values) -> int:
+    values.setdefault("cp", 1)
     i = 0
     for axis in AXES:
         options = getattr(space, axis)
@@ -48,8 +49,37 @@ def test_memory_and_compute_of_one_layout_by_hand(space70):
 def test_layout_constraints(space70):
     assert not describe(space70, index(space70, tp=16, pp=4, ep=1, mb=1, zero=1, recompute="full"))["feasible"]  # TP beyond NVLink 8
     assert not describe(space70, index(space70, tp=3, pp=4, ep=1, mb=1, zero=1, recompute="full"))["feasible"]  # 1024 % 12 != 0
-    assert not describe(space70, index(space70, tp=8, pp=3, ep=1, mb=1, zero=1, recompute="full"))["feasible"]  # 80 % 3 != 0
+    assert not describe(space70, index(space70, tp=8, pp=3, ep=1, mb=1, zero=1, recompute="full"))["feasible"]  # 1024 % 24 != 0
     assert not describe(space70, index(space70, tp=1, pp=1, ep=1, mb=1, zero=0, recompute="none"))["feasible"]  # 16 x 70.6e9 B > 63.36e9
+
+
+def test_uneven_pipeline_stages_by_hand(space70):
+    # PP 32 over 80 layers: the heaviest stage holds ceil(80 / 32) = 3 layers, so the pipeline paces
+    # as 32 x 3 = 96 layers: compute is F1's over 1024 x 989.4e12 x 0.6, times 96 / 80
+    row = describe(space70, index(space70, tp=8, pp=32, ep=1, mb=1, zero=1, recompute="full"))
+    assert row["dp"] == 4 and row["stage_layers"] == 3
+    n = 70_553_706_496
+    flops = 6 * (n + 2 * 80 * 8192 * 64 * 128) * 1024 * 8192
+    assert row["compute"] == pytest.approx(flops / (1024 * 989.4e12 * 0.6) * 96 / 80, rel=1e-12)
+    # F4 (ZeRO-1) of the heaviest stage: (2 + 2 + 12/4) x N x 96/80 / (8 x 32)
+    assert row["states"] == pytest.approx((2 + 2 + 12 / 4) * n * 96 / 80 / (8 * 32), rel=1e-12)
+
+
+def test_context_parallel_terms_by_hand():
+    # Llama-3.1-405B (config.json: 126 layers, hidden 16384, 128 heads, 8 KV heads of 128) at 131,072
+    # tokens on 16,384 H100: TP 8, CP 16, PP 16 -> DP 8 (Table 4's long-context row)
+    space = build(ROOT, "llama-3.1-405b", "h100-sxm", 16384, global_batch=128, seq=131072)
+    assert space.cp == (1, 2, 4, 8, 16)  # powers of two to 16 whose 2 x CP chunks divide 131,072
+    row = describe(space, index(space, tp=8, cp=16, pp=16, ep=1, mb=1, zero=1, recompute="full"))
+    assert row["dp"] == 8 and row["n_micro"] == 16  # 128 sequences / (8 x 1)
+    # FX720 over a stage of ceil(126 / 16) = 8 layers: 2 x 15/16 x 2 x 131072 x 8 x 128 x 2 B / 8 x 8
+    # = 1,006,632,960 B per micro-batch, over the scale-out 50e9 B/s x F20's 0.7 (TP x CP = 128 > 8)
+    assert row["cp_comm"] == pytest.approx(16 * 1_006_632_960 / (50e9 * 0.7), rel=1e-12)
+    # full recompute, each rank keeps 131072 / 16 = 8192 tokens: F5 = 2 x 8192 x 16384 / 8 per layer
+    assert row["activations"] == pytest.approx(128 * 2 * 8192 * 16384 / 8 + 8192 * 16384 * 16 / 8, rel=1e-12)
+    # ZeRO-1 shards the optimizer over DP x CP = 128 ranks
+    n = 405_853_388_800
+    assert row["states"] == pytest.approx((2 + 2 + 12 / 128) * n * 128 / 126 / (8 * 16), rel=1e-9)
 
 
 def test_cli_text_json_csv(capsys):
@@ -61,11 +91,11 @@ def test_cli_text_json_csv(capsys):
     data = json.loads(capsys.readouterr().out)
     assert len(data["configurations"]) == 3
     for c in data["configurations"]:
-        assert c["tp"] * c["pp"] * c["dp"] == 64 and c["tp"] <= 8 and c["memory"] <= c["usable"]
+        assert c["tp"] * c["cp"] * c["pp"] * c["dp"] == 64 and c["tp"] <= 8 and c["memory"] <= c["usable"]
     times = [c["step_time"] for c in data["configurations"]]
     assert times == sorted(times)
     assert main(args + ["--format", "csv"]) == 0
-    assert capsys.readouterr().out.splitlines()[0].startswith("rank,tp,pp,dp")
+    assert capsys.readouterr().out.splitlines()[0].startswith("rank,tp,cp,pp,dp")
 
 
 @pytest.mark.parametrize(("extra", "field"), [
