@@ -4,7 +4,8 @@ equal to serial. Tiles are reduced to their top k on the worker, so memory stays
 
 Usage: ``python benchmarks/plan.py [--model ID] [--gpus N] [--tile P] [--workers W] [--root DIR]``;
 ``--serve`` times ``plan serve`` instead (serial vs process pool over tiles of --serve-tile points, same front).
-A 1e8-point search: ``--max-micro-batch 520`` (405B on 16,384 GPUs: 128 x 126 x 520 x 4 x 3 = 100,638,720 points);
+A 1e8-point search: ``--max-micro-batch 174`` (405B on 16,384 GPUs at 8K tokens: 128 TP x 1 CP x 126 PP x 3 V x 174 x 4 ZeRO
+x 3 recompute = 101,025,792 points);
 the peak resident memory of this process is printed at the end.
 """
 

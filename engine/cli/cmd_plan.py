@@ -13,7 +13,7 @@ EXAMPLES = """examples:
   aiinfra plan serve --model llama-3.1-70b --device h100-sxm --prompt 4096 --output 512 --ttft 2s --tpot 60ms --demand 200000
   aiinfra plan serve --model llama-3.1-70b --device b200 --prompt 4096 --output 512 --ttft 2s --tpot 30ms --weights nvfp4 --kv-cache fp8 --precision nvfp4 --mfu 0.4
   aiinfra plan serve --model mixtral-8x7b --device h100-sxm --prompt 1024 --output 256 --ttft 1s --tpot 50ms --qps 10 --format csv
-Every point of TP x CP x PP x EP x micro-batch x ZeRO stage x recompute is checked (DP = GPUs / (TP x CP x PP));
+Every point of TP x CP x PP x V (interleaved chunks) x EP x micro-batch x ZeRO stage x recompute is checked (DP = GPUs / (TP x CP x PP));
 the fastest that fit are printed with what limits each, and why the first beats the second; layouts
 that differ only by ZeRO stage and tie are folded (--all lists them).
 serve: co-located or prefill/decode-split instances of TP (x EP) x decode batch against TTFT/TPOT;
@@ -56,6 +56,7 @@ def add_parsers(verbs, Parser, shared) -> None:
     p.add_argument("--nvlink-domain", type=_int, default=8, metavar="G", help="GPUs per NVLink domain; TP stays inside one (default 8)")
     p.add_argument("--max-cp", type=_int, metavar="C", help="largest context-parallel group tried, a power of two (default: 16 from 32,768 "
                                                          "tokens, else 1, as Llama 3 ran CP 16 only for 128K sequences)")
+    p.add_argument("--max-vp", type=_int, metavar="V", help="most model chunks per pipeline stage tried (interleaved 1F1B: 1, 2, 4, 8; default 4)")
     p.add_argument("--max-micro-batch", type=_int, default=16, metavar="M", help="largest micro-batch tried, in sequences (default 16)")
     p.add_argument("--scaleout-bandwidth", type=_float, metavar="GB/s", help="scale-out bandwidth per GPU in GB/s (default 50, the Llama 3 cluster's 400 Gb/s)")
     p.add_argument("--compute-efficiency", type=_float, metavar="F", help="share of the dense peak the kernels reach (default 0.6, an assumption)")
@@ -93,7 +94,7 @@ def add_parsers(verbs, Parser, shared) -> None:
     p.set_defaults(handler="engine.cli.cmd_plan:run")
 
 
-COLUMNS = [("rank", "#"), ("tp", "TP"), ("cp", "CP"), ("pp", "PP"), ("dp", "DP"), ("ep", "EP"), ("mb", "mb"), ("n_micro", "micro-batches"), ("zero", "ZeRO"),
+COLUMNS = [("rank", "#"), ("tp", "TP"), ("cp", "CP"), ("pp", "PP"), ("vp", "V"), ("dp", "DP"), ("ep", "EP"), ("mb", "mb"), ("n_micro", "micro-batches"), ("zero", "ZeRO"),
            ("recompute", "recompute"), ("step_s", "step s"), ("mfu_pct", "MFU %"), ("memory_gib", "memory GiB"), ("binding", "binding constraint")]
 
 
@@ -112,6 +113,8 @@ def run(args) -> int:
             raise InputError(flag, "applies to plan serve; plan train keeps mixed-precision weights, gradients and Adam states (F4: 2 + 2 + 12 B per parameter)")
     options = dict(global_batch=args.global_batch, seq=args.seq, nvlink_domain=args.nvlink_domain, micro_batches=args.max_micro_batch,
                    flash=not args.no_flash, precision=str(args.precision).strip().lower(), max_cp=args.max_cp)
+    if args.max_vp is not None:
+        options["max_vp"] = args.max_vp
     if args.scaleout_bandwidth is not None:
         options["scaleout_bandwidth"] = args.scaleout_bandwidth * 1e9
     if args.compute_efficiency is not None:

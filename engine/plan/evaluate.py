@@ -19,7 +19,10 @@ Context parallelism splits every sequence over CP ranks (activations, TP and PP 
 tokens); the CP ranks hold the same weights, so ZeRO shards and gradients reduce over DP x CP.
 Pipeline stages need not divide the layers evenly: the heaviest stage holds ceil(L / PP) layers
 (Llama 3 ran 126 layers on 16 stages, one layer fewer on the first and last) and sets the pace,
-so compute, memory and per-stage traffic are those of PP x ceil(L / PP) layers.
+so compute, memory and per-stage traffic are those of PP x ceil(L / PP) layers. With V > 1 model
+chunks per stage (interleaved 1F1B) the chunks are ceil(L / (PP x V)) layers, the bubble is F13's
+interleaved share, activations FX104's interleaved form, and the stage P2P traffic V times F18;
+Megatron-LM needs the micro-batch count to be a multiple of PP there.
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ def feasible_layout(space: Space, idx: dict[str, np.ndarray]) -> tuple[dict[str,
     tp = np.asarray(space.tp, dtype=np.int64)[idx["tp"]]
     cp = np.asarray(space.cp, dtype=np.int64)[idx["cp"]]
     pp = np.asarray(space.pp, dtype=np.int64)[idx["pp"]]
+    vp = np.asarray(space.vp, dtype=np.int64)[idx["vp"]]
     ep = np.asarray(space.ep, dtype=np.int64)[idx["ep"]]
     mb = np.asarray(space.mb, dtype=np.int64)[idx["mb"]]
     zero = np.asarray(space.zero, dtype=np.int64)[idx["zero"]]
@@ -78,9 +82,11 @@ def feasible_layout(space: Space, idx: dict[str, np.ndarray]) -> tuple[dict[str,
     dp = space.gpus // (tp * cp * pp)
     ok &= space.global_batch % np.maximum(dp * mb, 1) == 0
     ok &= (zero == 0) | (dp > 1)  # ZeRO over one rank shards nothing
+    n_micro = space.global_batch // np.maximum(dp * mb, 1)
+    ok &= (vp == 1) | ((pp > 1) & (pp * vp <= space.layers) & (n_micro % pp == 0))  # interleaving: chunks of >= 1 layer, m a multiple of PP
     if space.experts:
         ok &= (space.experts % ep == 0) & (dp % ep == 0)
-    vals = dict(tp=tp, cp=cp, pp=pp, ep=ep, mb=mb, zero=zero, recompute=idx["recompute"], dp=dp, index=idx["index"])
+    vals = dict(tp=tp, cp=cp, pp=pp, vp=vp, ep=ep, mb=mb, zero=zero, recompute=idx["recompute"], dp=dp, index=idx["index"])
     return {k: v[ok] for k, v in vals.items()}, ok
 
 
@@ -91,10 +97,10 @@ def _by_choice(choice: np.ndarray, options: list) -> np.ndarray:
 def terms(space: Space, v: dict[str, np.ndarray], f: _Formulas | None = None) -> dict[str, np.ndarray]:
     """Memory and step-time terms of the (already layout-feasible) points ``v``."""
     f = f or _Formulas(space.root)
-    tp, cp, pp, ep, mb, dp = (v[k].astype(float) for k in ("tp", "cp", "pp", "ep", "mb", "dp"))
+    tp, cp, pp, vp, ep, mb, dp = (v[k].astype(float) for k in ("tp", "cp", "pp", "vp", "ep", "mb", "dp"))
     s, h, L = float(space.seq), float(space.hidden), float(space.layers)
     s_cp = s / cp  # tokens of each sequence on one CP rank
-    L_pad = np.ceil(L / pp) * pp  # PP stages of the heaviest stage's ceil(L / PP) layers
+    L_pad = np.ceil(L / (pp * vp)) * pp * vp  # PP x V chunks of the heaviest chunk's ceil(L / (PP x V)) layers
     imbalance = L_pad / L
     n_micro = space.global_batch / (dp * mb)
     # memory (FX105 = F4 + FX104), usable F7
@@ -104,8 +110,11 @@ def terms(space: Space, v: dict[str, np.ndarray], f: _Formulas | None = None) ->
     per_layer = _by_choice(v["recompute"], [
         f("F5", r, seq_len=s_cp, micro_batch=mb, hidden=h, heads=space.heads, tp_size=tp, sp_degree=tp, act_bytes_attn=attn) for r in space.recompute])
     logits = f("FX300", seq_len=s_cp, micro_batch=mb, vocab_size=space.vocab, tp_size=tp)
-    acts = f("FX104", "non_interleaved", layers=L_pad, activation_bytes_per_layer=per_layer, logits_activation_bytes=logits,
-             seq_len=s_cp, micro_batch=mb, hidden=h, sp_degree=tp, pp_size=pp)
+    acts = np.where(vp > 1,
+                    f("FX104", "interleaved", layers=L_pad, activation_bytes_per_layer=per_layer, logits_activation_bytes=logits, seq_len=s_cp,
+                      micro_batch=mb, hidden=h, sp_degree=tp, pp_size=pp, virtual_stages=vp),
+                    f("FX104", "non_interleaved", layers=L_pad, activation_bytes_per_layer=per_layer, logits_activation_bytes=logits,
+                      seq_len=s_cp, micro_batch=mb, hidden=h, sp_degree=tp, pp_size=pp))
     memory = f("FX105", model_state_bytes_per_gpu=states, activation_bytes_per_gpu=acts)
     usable = f("F7", hbm_capacity=space.hbm)
     # compute: F1 (model FLOPs of one step) and FX412 (recompute overhead)
@@ -130,10 +139,10 @@ def terms(space: Space, v: dict[str, np.ndarray], f: _Formulas | None = None) ->
                                                          bandwidth_efficiency=eff, comm_latency=0.0), comm_overlap_fraction=hidden_frac)
     else:
         cp_comm = np.zeros(tp.shape)
-    bubble_frac = f("F13", "non_interleaved", pp_size=pp, n_micro_batches=n_micro)
+    bubble_frac = f("F13", "interleaved", pp_size=pp, n_micro_batches=n_micro, virtual_stages=vp)  # V = 1: the non-interleaved share
     bubble = (compute + recompute + tp_comm + cp_comm) * bubble_frac / (1 - bubble_frac)
     pp_bytes = f("F18", pp_size=pp, micro_batch=mb, seq_len=s_cp, hidden=h, tp_size=tp)
-    pp_comm = n_micro * f("F20", "nominal_discount", comm_bytes=pp_bytes, nominal_bandwidth=space.scaleout_bw, bandwidth_efficiency=eff, comm_latency=0.0)
+    pp_comm = n_micro * f("F20", "nominal_discount", comm_bytes=pp_bytes * vp, nominal_bandwidth=space.scaleout_bw, bandwidth_efficiency=eff, comm_latency=0.0)
     # data parallel: F15 (ZeRO 0-2: reduce-scatter + all-gather move what an all-reduce moves) or F16 (ZeRO-3)
     dp_bytes = np.where(v["zero"] == 3, f("F16", params=params_gpu, dp_size=dp * cp, tp_size=tp, pp_size=pp),
                         f("F15", params=params_gpu, dp_size=dp * cp, tp_size=tp, pp_size=pp))

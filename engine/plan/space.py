@@ -14,7 +14,7 @@ from engine.core.record import dataclass
 
 RECOMPUTE = ("none", "selective", "full")
 ZERO = (0, 1, 2, 3)
-AXES = ("tp", "cp", "pp", "ep", "mb", "zero", "recompute")
+AXES = ("tp", "cp", "pp", "vp", "ep", "mb", "zero", "recompute")
 
 # Options of the planner that are not formula symbols: (default, what it is). Each formula
 # constant (bytes per parameter, activation bytes, bandwidth efficiency, F7 fractions, ...) is
@@ -56,6 +56,7 @@ class Space:
     tp: tuple[int, ...]
     cp: tuple[int, ...]
     pp: tuple[int, ...]
+    vp: tuple[int, ...]  # model chunks per pipeline stage (1 = non-interleaved 1F1B)
     ep: tuple[int, ...]
     mb: tuple[int, ...]
     zero: tuple[int, ...] = ZERO
@@ -92,6 +93,9 @@ def _positive(value, field: str) -> int:
 # and its 128K stage with CP 16 (arXiv 2407.21783, Table 4). Below LONG_SEQ tokens the planner
 # would otherwise trade the bubble for CP with no penalty for the smaller per-rank matrices.
 LONG_SEQ = 32768
+# Interleaved 1F1B: model chunks per stage tried (Megatron-LM's virtual pipeline size; Narayanan et
+# al. 2021 section 2.2.2: the bubble shrinks v-fold for v times the P2P traffic)
+MAX_VP = 4
 MAX_CP_LONG = 16
 
 
@@ -119,7 +123,7 @@ def _preset(presets, root, model, device, precision: str, field: str) -> dict:
 def build(root, model: str, device: str, gpus: int, *, global_batch: int | None = None, seq: int = 4096,
           nvlink_domain: int = 8, micro_batches: int = 16, scaleout_bandwidth: float = SCALEOUT_BANDWIDTH,
           compute_efficiency: float = COMPUTE_EFFICIENCY, flash: bool = True, precision: str = "bf16",
-          max_cp: int | None = None) -> Space:
+          max_cp: int | None = None, max_vp: int = MAX_VP) -> Space:
     """The space for a model and device from knowledge/ (InputError naming the field when refused)."""
     from engine.domain import presets
 
@@ -129,6 +133,7 @@ def build(root, model: str, device: str, gpus: int, *, global_batch: int | None 
     micro_batches = _positive(micro_batches, "--max-micro-batch")
     global_batch = gpus if global_batch is None else _positive(global_batch, "--global-batch")
     max_cp = default_max_cp(seq) if max_cp is None else _positive(max_cp, "--max-cp")
+    max_vp = _positive(max_vp, "--max-vp")
     if not flash:
         max_cp = 1  # F5's unfused score term is for a whole sequence against itself, not a local chunk against all keys
     if not 0 < compute_efficiency <= 1:
@@ -164,6 +169,7 @@ def build(root, model: str, device: str, gpus: int, *, global_batch: int | None 
         hbm=float(dev["hbm_capacity"]), peak=float(dev["peak_flops"]), nvlink_bw=float(dev["nominal_bandwidth"]),
         scaleout_bw=float(scaleout_bandwidth), efficiency=float(compute_efficiency), flash=bool(flash),
         tp=tuple(range(1, min(heads, gpus) + 1)), cp=_cp_sizes(seq, min(max_cp, gpus)), pp=tuple(range(1, min(layers, gpus) + 1)),
+        vp=tuple(v for v in (1, 2, 4, 8) if v <= max_vp),
         ep=tuple(range(1, min(experts, gpus) + 1)) if experts else (1,),
         mb=tuple(range(1, min(micro_batches, global_batch) + 1)), precision=precision,
     )

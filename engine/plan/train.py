@@ -38,7 +38,7 @@ def why(best: dict, nxt: dict | None) -> str:
     term = max(diffs, key=lambda t: (abs(diffs[t]), t))
     gap = nxt["step_time"] - best["step_time"]
     if gap == 0:
-        return f"#2 ties #1 on step time ({best['step_time']:.4g} s); #1 is first by the tie-break (smaller TP, CP, PP, EP, micro-batch, ZeRO, lighter recompute)"
+        return f"#2 ties #1 on step time ({best['step_time']:.4g} s); #1 is first by the tie-break (smaller TP, CP, PP, V, EP, micro-batch, ZeRO, lighter recompute)"
     return (f"#1 beats #2 by {gap:.4g} s per step ({gap / nxt['step_time']:.2%}); the term that differs most is {term} "
             f"({best[term]:.4g} s vs {nxt[term]:.4g} s)")
 
@@ -56,7 +56,7 @@ def plan(root, model: str, device: str, gpus: int, *, top: int = 5, executor: st
             break
         row = describe(space, index)
         if fold:
-            key = (row["tp"], row["cp"], row["pp"], row["ep"], row["mb"], row["recompute"], row["step_time"])
+            key = (row["tp"], row["cp"], row["pp"], row["vp"], row["ep"], row["mb"], row["recompute"], row["step_time"])
             if key in seen:
                 continue
             seen.add(key)
@@ -74,11 +74,12 @@ def plan(root, model: str, device: str, gpus: int, *, top: int = 5, executor: st
              f"scale-out bandwidth {space.scaleout_bw / 1e9:g} GB/s per GPU" + (f" ({SCALEOUT_SOURCE})" if space.scaleout_bw == 50e9 else " (given)"),
              f"compute efficiency {space.efficiency:g}" + (f" ({COMPUTE_EFFICIENCY_NOTE})" if space.efficiency == 0.6 else " (given)"),
              "sequence parallelism on with TP (sp_degree = tp_size); FlashAttention " + ("on (FX103 variant 1)" if space.flash else "off (FX103 variant 0)"),
-             "1F1B non-interleaved pipeline; tensor-, context- and data-parallel communication not overlapped (FX113 default overlap 0)",
+             f"1F1B pipeline, non-interleaved (V 1) or interleaved with V up to {max(space.vp)} chunks per stage (F13, FX104, F18 x V; micro-batches "
+             "a multiple of PP); tensor-, context- and data-parallel communication not overlapped (FX113 default overlap 0)",
              f"context parallelism (all-gather of K/V, FX720) searched up to CP {max(space.cp)}"
              + (f" (the default below {LONG_SEQ:,} tokens: Llama 3 trained 8K sequences with CP 1 and 128K with CP 16, Table 4; --max-cp widens it)"
                 if max(space.cp) == 1 and space.seq < LONG_SEQ else ""),
-             "pipeline stages of ceil(L / PP) layers: the heaviest stage sets the pace and its memory is counted (Llama 3 ran 126 layers on "
+             "pipeline stages of ceil(L / PP) layers (chunks of ceil(L / (PP x V))): the heaviest stage sets the pace and its memory is counted (Llama 3 ran 126 layers on "
              "16 stages, one fewer on the first and last, section 3.3.2); embedding and output head not placed on a stage",
              "DP x TP x CP x PP = GPUs; EP is carved out of DP (EP divides DP and the experts); ranks ordered TP, CP, PP, DP from innermost, "
              "so TP stays in one NVLink domain; ZeRO shards and gradients reduce over DP x CP",

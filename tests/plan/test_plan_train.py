@@ -15,6 +15,7 @@ ROOT = "."
 
 def index(space, **values) -> int:
     values.setdefault("cp", 1)
+    values.setdefault("vp", 1)
     i = 0
     for axis in AXES:
         options = getattr(space, axis)
@@ -95,7 +96,7 @@ def test_cli_text_json_csv(capsys):
     times = [c["step_time"] for c in data["configurations"]]
     assert times == sorted(times)
     assert main(args + ["--format", "csv"]) == 0
-    assert capsys.readouterr().out.splitlines()[0].startswith("rank,tp,cp,pp,dp")
+    assert capsys.readouterr().out.splitlines()[0].startswith("rank,tp,cp,pp,vp,dp")
 
 
 @pytest.mark.parametrize(("extra", "field"), [
