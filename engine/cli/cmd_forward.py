@@ -30,7 +30,7 @@ def forward(args) -> int:
     catalog = ledger.load_root(root)
     result = ledger.forward_record(
         catalog.model(args.model), catalog.templates, args.tokens, args.batch, args.history, args.output_head,
-        routing_of(args.routing), args.weight_bytes, args.kv_bytes, args.tp, compiled.load(root),
+        routing_of(args.routing), *storage_bytes(args, root), args.tp, compiled.load(root),
         attention=getattr(args, "attention", "flash"), reports=reports_of(args), quantised=quantised_of(args),
         mla_path=getattr(args, "mla_path", "auto"),
     )
@@ -43,12 +43,41 @@ def generate(args) -> int:
     catalog = ledger.load_root(root)
     result = ledger.generate_record(
         catalog.model(args.model), catalog.templates, args.history, args.steps, args.batch,
-        routing_of(args.routing), args.weight_bytes, args.kv_bytes, args.tp, compiled.load(root),
+        routing_of(args.routing), *storage_bytes(args, root), args.tp, compiled.load(root),
         attention=getattr(args, "attention", "flash"), reports=reports_of(args), quantised=quantised_of(args),
         mla_path=getattr(args, "mla_path", "auto"),
     )
     emit(render(result, args.format))
     return 0
+
+
+def storage_bytes(args, root) -> tuple:
+    """(weight bytes, KV bytes) per element: --weights / --kv-cache FORMAT by name (engine.domain.storage,
+    scales included), else --weight-bytes / --kv-bytes as given; a format and a byte count for the same
+    thing is refused, as is --weights beside --quantized (which keeps norms and embeddings in BF16)."""
+    from engine.core.errors import InputError
+
+    weights, kv = args.weight_bytes, args.kv_bytes
+    fmt_w, fmt_kv = getattr(args, "weights", None), getattr(args, "kv_cache", None)
+    if fmt_w is not None or fmt_kv is not None:
+        from engine.domain import storage
+
+        if fmt_w is not None:
+            if str(weights) != "2":
+                raise InputError("--weights", "give --weights FORMAT or --weight-bytes P, not both")
+            if getattr(args, "quantized", None):
+                raise InputError("--weights", "stores every weight in one format; --quantized stores the linear layers only: give one")
+            weights = storage.resolve(fmt_w, "--weights", root).bytes
+        if fmt_kv is not None:
+            if str(kv) != "2":
+                raise InputError("--kv-cache", "give --kv-cache FORMAT or --kv-bytes P, not both")
+            kv = storage.resolve(fmt_kv, "--kv-cache", root).bytes
+    return weights, kv
+
+
+STORAGE_HELP = {"--weights": "every weight in one storage format instead of --weight-bytes (bf16, fp8, int4_group, nvfp4, mxfp4, ...: "
+                             "scales included, FX650)",
+                "--kv-cache": "the K/V cache's storage format instead of --kv-bytes (bf16, fp8, nvfp4, ...)"}
 
 
 # switch -> Ledger.extra report it adds (issue 13); --training is forward's only
@@ -95,6 +124,7 @@ _OPTIONS = {
     "--weight-bytes": ("weight_bytes", str), "--kv-bytes": ("kv_bytes", str), "--tp": ("tp", int),
     "--format": ("format", str), "--root": ("root", str), "--attention": ("attention", str), "--mla-path": ("mla_path", str),
     "--quantized": ("quantized", str), "--quant-scope": ("quant_scope", str), "--quant-group-size": ("quant_group_size", int),
+    "--weights": ("weights", str), "--kv-cache": ("kv_cache", str),
 }
 _REQUIRED = {"forward": ("model", "tokens"), "generate": ("model", "history", "steps")}
 
@@ -109,7 +139,7 @@ def fast_args(argv: list[str]):
         return None
     args = SimpleNamespace(verb=argv[0], batch=1, history=0, output_head="last", routing="balanced", weight_bytes="2",
                            kv_bytes="2", tp=1, format="text", root=None, model=None, tokens=None, steps=None, attention="flash", mla_path="auto",
-                           quantized=None, quant_scope="linear", quant_group_size=128,
+                           quantized=None, quant_scope="linear", quant_group_size=128, weights=None, kv_cache=None,
                            **{name: False for name in SWITCHES.values()})
     allowed = set(_OPTIONS) - ({"--steps"} if argv[0] == "forward" else {"--tokens", "--output-head"})
     switches = set(SWITCHES) - (set() if argv[0] == "forward" else {"--training"})

@@ -77,6 +77,9 @@ def _check_mode(args) -> None:
         return
     if _tp(args) != 1:
         raise InputError("--tp", "splits a model's operators over the ranks; use it with --model (divide --flops and --bytes yourself)")
+    for flag, attr in (("--weights", "weights"), ("--kv-cache", "kv_cache")):
+        if getattr(args, attr, None):
+            raise InputError(flag, "sizes a model's weights or K/V cache; use it with --model (--bytes is given whole)")
     for option, value in (("--flops", args.flops), ("--bytes", args.bytes)):
         if value is None:
             raise InputError(option, "is needed (or --model with --tokens to bound a forward pass)")
@@ -232,6 +235,18 @@ def _intensity(x: float) -> str:
 # ---------------------------------------------------------------------------- forward ledger
 
 
+def _storage(args, root, selection) -> tuple[float, float]:
+    """Bytes per weight and per cached K/V element from --weights / --kv-cache (default BF16, 2 B each);
+    the compute peak (--precision) may not be narrower than the weights (FX651)."""
+    from engine.domain import storage
+
+    weights = storage.resolve(getattr(args, "weights", None) or "bf16", "--weights", root)
+    if getattr(args, "weights", None):
+        storage.check_compute(weights, args.precision)
+    kv = storage.resolve(args.kv_cache, "--kv-cache", root).bytes if getattr(args, "kv_cache", None) else 2.0
+    return weights.bytes, kv
+
+
 def _model_mode(args, root, device, selection, module) -> str:
     if not roofline.ledger_available():
         raise InputError("--model", "the per-operator forward ledger (engine/domain/ledger.py) is not available in this installation yet")
@@ -239,7 +254,9 @@ def _model_mode(args, root, device, selection, module) -> str:
 
     catalog = ledger.load_root(root)
     record = catalog.model(args.model)
-    result = ledger.forward_record(record, catalog.templates, args.tokens, batch=args.batch, history=args.history, formulas=module)
+    weights, kv = _storage(args, root, selection)
+    result = ledger.forward_record(record, catalog.templates, args.tokens, batch=args.batch, history=args.history, formulas=module,
+                                   weight_bytes=weights, kv_bytes=kv)
     tp = _tp(args)
     per_gpu = roofline.shard(result.rows, tp, roofline.kv_share(module, record, tp) if tp > 1 else 1.0)
     rows = roofline.operator_bounds(module, per_gpu, selection.peak.flops, device.bandwidth)
@@ -251,7 +268,8 @@ def _model_mode(args, root, device, selection, module) -> str:
         "calculator": "roofline",
         "device": device.id,
         "model": args.model,
-        "scenario": {"tokens": args.tokens, "batch": args.batch, "history": args.history},
+        "scenario": {"tokens": args.tokens, "batch": args.batch, "history": args.history, "weight_bytes_per_element": weights,
+                     "kv_bytes_per_element": kv},
         "peak": roofline.describe_peak(selection),
         "hbm_bandwidth": device.bandwidth,
         "operators": [_op_dict(r) for r in rows],
@@ -271,7 +289,8 @@ def _model_mode(args, root, device, selection, module) -> str:
     if args.format == "csv":
         return table(table_rows, columns, "csv")
     fmt = "md" if args.format == "md" else "text"
-    lines = [f"Roofline of {args.model} on {device.id}: {selection.peak.label}, {device.bandwidth_text}, ridge {number(whole.ridge)} FLOP/B", ""]
+    lines = [f"Roofline of {args.model} on {device.id}: {selection.peak.label}, {device.bandwidth_text}, ridge {number(whole.ridge)} FLOP/B; "
+             f"bytes per weight {number(weights)}, per cached K/V element {number(kv)}", ""]
     lines.append(table(table_rows, columns, fmt))
     lines += ["", f"sum of operator bounds = {_seconds(per_op)}",
               f"single roofline of the totals = {_seconds(whole.time)}, {whole.bottleneck}-bound"]

@@ -318,6 +318,12 @@ def _calculators(verbs, Parser, raw, root: str | None) -> None:
         _shared(p, False)
 
 
+def _storage_help(flag: str) -> str:
+    from engine.cli.cmd_forward import STORAGE_HELP
+
+    return STORAGE_HELP[flag]
+
+
 def _memory_figures(argv: list[str] | None) -> str | None:
     """The explanation of a device's three memory figures, for ``hardware --help`` (read only for that verb)."""
     if argv is None or _verb_and_root(argv)[0] != "hardware":
@@ -375,6 +381,9 @@ def _models_and_hardware(verbs, Parser, raw, memory_figures: str | None = None) 
     p.add_argument("--batch", type=int, default=1, metavar="B", help="sequences (with --model; default 1)")
     p.add_argument("--history", type=int, default=0, metavar="H", help="cached tokens per sequence (with --model)")
     p.add_argument("--tp", type=int, default=1, metavar="N", help="tensor-parallel degree: per-GPU bound of the sharded model (with --model; default 1)")
+    p.add_argument("--weights", metavar="FORMAT", help="with --model: the weights' storage format (default bf16; fp8, int4_group, nvfp4, ...: "
+                                                     "scales included, FX650); --precision stays the compute peak (FX651)")
+    p.add_argument("--kv-cache", metavar="FORMAT", help="with --model: the K/V cache's storage format (default bf16; fp8, ...)")
     _shared(p, False)
 
     for verb, help_, desc in (
@@ -394,6 +403,8 @@ def _models_and_hardware(verbs, Parser, raw, memory_figures: str | None = None) 
         p.add_argument("--routing", default="balanced", metavar="balanced|concentrated|FILE", help="MoE routing: balanced, concentrated, or a counts.json histogram")
         p.add_argument("--weight-bytes", default="2", metavar="P", help="bytes per weight element (default 2)")
         p.add_argument("--kv-bytes", default="2", metavar="P", help="bytes per cached element (default 2)")
+        p.add_argument("--weights", metavar="FORMAT", help=_storage_help("--weights"))
+        p.add_argument("--kv-cache", metavar="FORMAT", help=_storage_help("--kv-cache"))
         p.add_argument("--tp", type=int, default=1, metavar="N", help="tensor-parallel degree for per-GPU KV bytes (default 1)")
         __import__("engine.cli.cmd_forward", fromlist=["add_report_options"]).add_report_options(p, verb)  # issue 13 options
         _shared(p, False)

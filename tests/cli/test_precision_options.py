@@ -139,3 +139,33 @@ def test_plan_train_precision_picks_the_peak(capsys):
     assert build(shipped_root(), "llama-3.1-70b", "h100-sxm", 64).peak == 989.4e12  # BF16 dense, the default
     code, _, err = run(["plan", "--model", "llama-3.1-70b", "--device", "h100-sxm", "--gpus", "64", "--weights", "fp8"], capsys)
     assert code == 2 and "--weights" in err and "plan serve" in err
+
+
+def test_forward_weights_and_kv_cache_formats(capsys):
+    # Qwen3-8B decode after 8192 tokens: the ledger's weight bytes are parameters x bytes per weight
+    # (8,190,735,360 x 2 = 16,381,470,720 B in BF16, Qwen/Qwen3-8B config.json count); NVFP4 stores
+    # 0.5625 B per weight, so 8,190,735,360 x 0.5625 = 4,607,288,640 B; FP8 K/V: 36 x 2 x 8 x 128 x 1 B
+    # = 73,728 B per token (half of BF16's 147,456)
+    code, out, _ = run(["forward", "--model", "qwen3-8b", "--tokens", "1", "--history", "8192", "--weights", "nvfp4", "--kv-cache", "fp8",
+                        "--format", "json"], capsys)
+    assert code == 0
+    totals = json.loads(out)["totals"]
+    assert totals["weight_bytes"] == 8_190_735_360 * 0.5625
+    assert totals["kv_bytes_per_token"] == 73_728
+    code, _, err = run(["forward", "--model", "qwen3-8b", "--tokens", "1", "--weights", "nvfp4", "--quantized", "nvfp4"], capsys)
+    assert code == 2 and "--weights" in err
+    code, _, err = run(["generate", "--model", "qwen3-8b", "--history", "10", "--steps", "2", "--kv-cache", "fp8", "--kv-bytes", "1"], capsys)
+    assert code == 2 and "--kv-cache" in err
+
+
+def test_roofline_model_weights_kv_and_compute(capsys):
+    base = ["roofline", "--device", "h100-sxm", "--model", "llama-3.1-70b", "--tokens", "1", "--history", "4096", "--format", "json"]
+    code, out, _ = run(base + ["--precision", "fp8", "--weights", "fp8", "--kv-cache", "fp8"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    assert data["scenario"]["weight_bytes_per_element"] == 1 and data["scenario"]["kv_bytes_per_element"] == 1
+    assert data["peak"]["precision"] == "fp8"
+    code, _, err = run(base + ["--precision", "fp8", "--weights", "bf16"], capsys)  # W16 on the FP8 path (FX651)
+    assert code == 2 and "--precision" in err
+    code, _, err = run(["roofline", "--device", "h100-sxm", "--flops", "1e12", "--bytes", "1e9", "--weights", "fp8"], capsys)
+    assert code == 2 and "--weights" in err and "--model" in err
