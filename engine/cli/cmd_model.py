@@ -104,10 +104,16 @@ def _document(d: dict, md: bool) -> str:
     for item in p.get("outside_lm", []):
         out.append(f"  outside the language model: {item['name']}: {item['parameters']} ({item['source']})")
     out += [f"formulas: {', '.join(comp['formulas'])}",
-            f"KV cache per token (BF16, F8 {dv['attention']}): {number(comp['kv_bytes_per_token_bf16'])} B"]
+            f"{_kv_label(dv)}: {number(comp['kv_bytes_per_token_bf16'])} B"]
     if d.get("notes"):
         out += ["", f"notes: {d['notes']}"]
     return "\n".join(out)
+
+
+def _kv_label(dv: dict) -> str:
+    if dv.get("compressed_attention"):  # DeepSeek-V4: no per-token constant; the growth once the windows are full
+        return "KV cache per token past the windows (BF16, FX899: compressed entries and indexer keys, averaged over the compress ratios)"
+    return f"KV cache per token (BF16, F8 {dv['attention']})"
 
 
 def _value(v) -> str:

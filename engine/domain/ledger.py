@@ -131,9 +131,11 @@ class _Pass:
         lin = der.get("linear_attention") or {}
         # hybrid_moe.yaml (Gated DeltaNet), hybrid_mla_moe.yaml (KDA beside MLA without query compression), hybrid.yaml
         # (Mamba-2); DSA: mla_moe.yaml
-        kda = lin.get("kind") == "kda" and der.get("attention") == "mla" and not (der.get("mla") or {}).get("q_lora_rank")
+        kda = (lin.get("kind") == "kda" and der.get("attention") == "mla" and not (der.get("mla") or {}).get("q_lora_rank")
+               and not lin.get("full_rank_gate"))  # Kimi K3 (compressed queries, full-rank gates, latent MoE) has no template
         counted = lin.get("kind") == "gated_deltanet" or kda or bool(der.get("mamba"))
-        why = outside_templates(der) if is_hybrid(der) and not counted else ""
+        # DeepSeek-V4's compressed attention has no template either
+        why = outside_templates(der) if (is_hybrid(der) and not counted) or der.get("compressed_attention") else ""
         if why:
             raise InputError("--model", f"{record.get('id', 'this model')} is {why}: the forward ledger has no operator template "
                                         "for it yet, so it is refused rather than counted as plain attention; `aiinfra model show` "

@@ -10,6 +10,8 @@ which record counts it.
 
 from __future__ import annotations
 
+import math
+
 from engine.core.errors import InputError
 
 # Why each term is not in FX10-FX18; reported with every count that uses it (next to EXTRA_FORMULAS).
@@ -48,6 +50,8 @@ def parameter_count(record: dict, root=None) -> dict:
         return (_kda_count if d["linear_attention"]["kind"] == "kda" else _hybrid_count)(record, shape, ev)
     if d.get("mamba"):
         return _mamba_count(record, shape, ev)
+    if d.get("compressed_attention"):
+        return _v4_count(record, shape, ev)
     attn = ev("FX10", attention=d["attention"], hidden=shape.hidden, heads=shape.heads, kv_heads=shape.kv_heads, head_dim=d["head_dim"], **shape.mla)
     norm = ev("FX12", qk_norm="per_head" if d.get("qk_norm") else "none", hidden=shape.hidden, head_dim=d["head_dim"])
     emb = ev("FX14", tie_embeddings="tied" if cfg.get("tie_word_embeddings", True) else "untied", vocab_size=cfg["vocab_size"], hidden=shape.hidden)
@@ -139,6 +143,29 @@ def _kda_count(record: dict, shape: _Shape, ev: _Evaluator) -> dict:
     return _counted(record, ev, "FX891", total, active, parts)
 
 
+def _v4_count(record: dict, shape: _Shape, ev: _Evaluator) -> dict:
+    """DeepSeek-V4: attention (FX893), CSA (FX894) and HCA (FX895) compressors, hyper-connections (FX896) over MoE blocks (FX15/FX16), FX897/FX898."""
+    cfg, d = record["config"], record["derived"]
+    ca, moe, hc = d["compressed_attention"], d["moe"], d["hyper_connections"]
+    attn = ev("FX893", heads=shape.heads, hidden=shape.hidden, q_lora_rank=ca["q_lora_rank"], head_dim=d["head_dim"],
+              o_lora_rank=ca["o_lora_rank"], o_groups=ca["o_groups"])
+    csa = ev("FX894", csa_ratio=ca["csa_ratio"], head_dim=d["head_dim"], hidden=shape.hidden, index_heads=ca["index_heads"],
+             index_head_dim=ca["index_head_dim"], q_lora_rank=ca["q_lora_rank"]) if ca["csa_layers"] else 0
+    hca = ev("FX895", hca_ratio=ca["hca_ratio"], head_dim=d["head_dim"], hidden=shape.hidden) if ca["hca_layers"] else 0
+    mixers = ev("FX896", hc_mult=hc, hidden=shape.hidden)
+    emb = _embeddings(ev, cfg, shape)
+    moe_all, moe_active = _moe_blocks(ev, moe, shape)
+    common = {"layers": shape.layers, "v4_attn_params_per_layer": attn, "hc_params_per_layer": mixers, "hidden": shape.hidden,
+              "csa_layers": ca["csa_layers"], "csa_params_per_layer": csa, "hca_layers": ca["hca_layers"], "hca_params_per_layer": hca,
+              "hash_layers": moe["hash_layers"], "n_experts": moe["experts"], "embedding_params": emb, "hc_mult": hc}
+    total = ev("FX897", moe_mlp_params_per_layer=moe_all, **common)
+    active = ev("FX898", moe_mlp_active_params_per_layer=moe_active, **common)
+    parts = {"attention": shape.layers * attn, "compressors": ca["csa_layers"] * csa + ca["hca_layers"] * hca, "mlp": shape.layers * moe_all,
+             "router_bias": (shape.layers - moe["hash_layers"]) * moe["experts"], "hyper_connections": shape.layers * mixers + hc * hc * shape.hidden + hc + 1,
+             "norms": 2 * shape.layers * shape.hidden + shape.hidden, "embeddings": emb}
+    return _counted(record, ev, "FX897", total, active, parts)
+
+
 def _mamba_count(record: dict, shape: _Shape, ev: _Evaluator) -> dict:
     """Nemotron-H: Mamba-2 (FX885), attention (FX10) and MLP (FX11) blocks with one norm each, FX886; dense, so active = total."""
     cfg, d = record["config"], record["derived"]
@@ -167,6 +194,9 @@ def outside_templates(derived: dict) -> str:
     attention over the top-k cached tokens only)."""
     if is_hybrid(derived):
         return f"a hybrid ({derived.get('layer_pattern', 'recurrent and attention layers')})"
+    if derived.get("compressed_attention"):
+        return (f"DeepSeek-V4's compressed attention ({derived['layer_pattern']}: a window of raw entries in every layer, compressed "
+                "entries and indexer keys beside it)")
     if derived.get("sparse_attention"):
         return (f"DeepSeek Sparse Attention (an indexer key cache beside the MLA latent, attention over the top "
                 f"{derived['sparse_attention']['index_topk']} cached tokens)")
@@ -256,17 +286,40 @@ def _extras(ev: _Evaluator, shape: _Shape, d: dict) -> tuple[dict, dict]:
     return out, active
 
 
+def v4_cache_shape(record: dict) -> dict:
+    """FX899/FX900's inputs from a DeepSeek-V4 record (index_head_dim and hca_ratio stand in as 1 where no layer has them)."""
+    d = record["derived"]
+    ca = d["compressed_attention"]
+    return {"head_dim": d["head_dim"], "csa_layers": ca["csa_layers"], "csa_ratio": ca["csa_ratio"], "index_head_dim": ca.get("index_head_dim", 1),
+            "hca_layers": ca["hca_layers"], "hca_ratio": ca["hca_ratio"] or 1}
+
+
+def compressed_kv_bytes(record: dict, context_tokens: int, kv_bytes: float = 2, root=None) -> int:
+    """FX899: a DeepSeek-V4 request's window, compressed entries and indexer keys at ``context_tokens``."""
+    ca = record["derived"]["compressed_attention"]
+    return _Evaluator(formula_module(root))("FX899", kv_bytes=kv_bytes, layers=record["config"]["num_hidden_layers"], context_tokens=context_tokens,
+                                            sliding_window=ca["window"], **v4_cache_shape(record))
+
+
 def weights_only_count(record: dict, root=None) -> int:
     """The weight matrices alone, 12·L·h² (FX400 weights_only; Kaplan et al. 2020's non-embedding N): a shape check, not the count."""
     cfg = record["config"]
     return _Evaluator(formula_module(root))("FX400", param_count_terms="weights_only", layers=cfg["num_hidden_layers"], hidden=cfg["hidden_size"])
 
 
-def kv_bytes_per_token(record: dict, root=None, kv_bytes: float = 2) -> int:
+def kv_bytes_per_token(record: dict, root=None, kv_bytes: float = 2) -> int | float:
     """Bytes of K/V cache one token adds across the layers that keep one (F8, the variant of derived.attention):
-    every layer, or a hybrid's attention_layers (its linear-attention layers keep a fixed state instead, FX800)."""
+    every layer, or a hybrid's attention_layers (its linear-attention layers keep a fixed state instead, FX800).
+    DeepSeek-V4 (compressed attention): what a request's cache grows by per token once its windows are full, FX899
+    over one period of the compress ratios divided by its length."""
     module = formula_module(root)
     cfg, d = record["config"], record["derived"]
+    if d.get("compressed_attention"):
+        ca = d["compressed_attention"]
+        period = math.lcm(ca["csa_ratio"], ca["hca_ratio"] or 1)
+        start = period * -(-ca["window"] // period)  # a whole number of periods past the window
+        grown = compressed_kv_bytes(record, start + period, kv_bytes, root) - compressed_kv_bytes(record, start, kv_bytes, root)
+        return int(grown // period) if grown % period == 0 else grown / period
     shape = _Shape(cfg, d)
     given = {"attention": d["attention"], "layers": shape.attention_layers, "kv_bytes": kv_bytes}  # a hybrid's K/V layers only
     if d["attention"] == "mla":

@@ -16,6 +16,8 @@ def derive(cfg: dict, layout: Layout) -> dict:
     moe = _moe(cfg, layout)
     hybrid_moe = "hybrid_mla_moe" if layout.mla else "hybrid_moe"  # KDA beside MLA (Kimi Linear); Gated DeltaNet beside GQA
     family = (hybrid_moe if layout.linear else "mla_moe" if layout.mla else "moe") if moe else ("hybrid" if layout.linear else "dense")
+    if layout.compressed:  # DeepSeek-V4: CSA/HCA layers, which no ledger template or calculator holds
+        family = "compressed_moe"
     derived = {"family": family, "attention": attention, "mlp": layout.mlp,
                "activation": activation, "norm": layout.norm, "qk_norm": layout.qk_norm}
     derived.update(_biases(cfg, layout))
@@ -37,6 +39,9 @@ def derive(cfg: dict, layout: Layout) -> dict:
         derived["attention_sinks"] = True
     if layout.linear:
         derived.update({"gated_deltanet": _linear, "mamba2": _mamba, "kda": _kda}[layout.linear](cfg))
+        return derived
+    if layout.compressed:
+        derived.update(_compressed(cfg))
         return derived
     _no_window_with_mla(cfg, layout)
     window = _window(cfg, layout)
@@ -103,6 +108,7 @@ def _moe(cfg: dict, layout: Layout) -> dict:
     experts_key, size_key = {"qwen3_moe": ("num_experts", "moe_intermediate_size"), "mixtral": ("num_local_experts", "intermediate_size"),
                              "deepseek_v3": ("n_routed_experts", "moe_intermediate_size"), "qwen3_next": ("num_experts", "moe_intermediate_size"),
                              "kimi_linear": ("num_experts", "moe_intermediate_size"),
+                             "deepseek_v4": ("n_routed_experts", "moe_intermediate_size"),
                              "gpt_oss": ("num_local_experts", "intermediate_size")}[layout.moe]
     top_k_key = "num_experts_per_token" if layout.moe == "kimi_linear" else "num_experts_per_tok"
     moe = {"experts": _positive(cfg, experts_key, required=True), "experts_per_token": _positive(cfg, top_k_key, required=True),
@@ -120,6 +126,8 @@ def _moe(cfg: dict, layout: Layout) -> dict:
         moe["dense_first_layers"] = cfg.get("first_k_dense_replace") or 0
         moe["routing"] = "sigmoid_topk_grouped" if (cfg.get("num_expert_group") or 1) > 1 else "sigmoid_topk"
         moe["router_bias"] = True  # the checkpoint's gate.e_score_correction_bias, one per routed expert
+    elif layout.moe == "deepseek_v4":
+        moe.update(_hash_routed(cfg))
     elif layout.moe == "qwen3_next":
         moe.update(_gated_shared_expert(cfg, moe["expert_intermediate_size"]))
         moe["dense_first_layers"] = 0
@@ -208,6 +216,46 @@ def _kda(cfg: dict) -> dict:
             "value_heads": shape["heads"], "key_head_dim": shape["head_dim"], "value_head_dim": shape["head_dim"],
             "conv_kernel": shape["conv_kernel"]},
             "layer_pattern": f"{len(kda)} KDA : {len(full)} MLA (linear_attn_config)"}
+
+
+def _hash_routed(cfg: dict) -> dict:
+    """DeepSeek-V4's MoE: one shared expert of the routed width in every layer; the first num_hash_layers pick experts from a
+    token-id table (tid2eid, an integer buffer) and have no selection bias, the others a bias per routed expert."""
+    layers = cfg["num_hidden_layers"]
+    hashed = cfg.get("num_hash_layers") or 0
+    if isinstance(hashed, bool) or not isinstance(hashed, int) or not 0 <= hashed <= layers:
+        raise InputError("num_hash_layers", f"expected a whole number from 0 to the {layers} layers, got {hashed!r}")
+    return {"shared_experts": 1, "dense_first_layers": 0, "routing": f"{cfg.get('scoring_func') or 'sqrtsoftplus'}_topk", "router_bias": True,
+            "hash_layers": hashed}
+
+
+def _compressed(cfg: dict) -> dict:
+    """DeepSeek-V4's layer kinds from compress_ratios (one per layer, then the MTP layers'): 0 keeps the sliding window only,
+    4 adds overlapping compressed entries and a lightning indexer (CSA), any other ratio compressed entries alone (HCA)."""
+    layers, ratios = cfg["num_hidden_layers"], cfg.get("compress_ratios")
+    if not (isinstance(ratios, list) and len(ratios) >= layers and all(isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in ratios)):
+        raise InputError("compress_ratios", f"expected a list of at least {layers} whole numbers >= 0, one per layer (then the MTP layers')")
+    main = ratios[:layers]
+    heavy = sorted({r for r in main if r not in (0, 4)})
+    if len(heavy) > 1:
+        raise InputError("compress_ratios", f"lists the ratios {heavy} beside 4: the formulas take one heavily compressed (HCA) ratio")
+    shape = {key: _positive(cfg, key, required=True) for key in ("q_lora_rank", "o_groups", "o_lora_rank", "hc_mult")}
+    heads, head_dim = cfg["num_attention_heads"], _positive(cfg, "head_dim", required=True)
+    if heads % shape["o_groups"]:
+        raise InputError("o_groups", f"{shape['o_groups']} does not divide the {heads} attention heads (wo_a maps each group's heads)")
+    rope = cfg.get("qk_rope_head_dim")
+    if rope is not None and (_positive(cfg, "qk_rope_head_dim") >= head_dim):
+        raise InputError("qk_rope_head_dim", f"{rope} is not less than head_dim {head_dim} (the rotary part lies inside each head)")
+    out = {"kind": "deepseek_v4", "window": _positive(cfg, "sliding_window", required=True), "window_only_layers": main.count(0),
+           "csa_layers": main.count(4), "csa_ratio": 4, "hca_layers": len(main) - main.count(0) - main.count(4),
+           "hca_ratio": heavy[0] if heavy else 0, "q_lora_rank": shape["q_lora_rank"], "o_groups": shape["o_groups"],
+           "o_lora_rank": shape["o_lora_rank"]}
+    if out["csa_layers"]:
+        out.update({"index_heads": _positive(cfg, "index_n_heads", required=True), "index_head_dim": _positive(cfg, "index_head_dim", required=True),
+                    "index_topk": _positive(cfg, "index_topk", required=True)})
+    pattern = f"{out['window_only_layers']} sliding-window : {out['csa_layers']} CSA (ratio 4, indexer) : {out['hca_layers']} HCA" + \
+              (f" (ratio {out['hca_ratio']})" if heavy else "") + " (compress_ratios)"
+    return {"compressed_attention": out, "hyper_connections": shape["hc_mult"], "layer_pattern": pattern}
 
 
 def _no_window_with_mla(cfg: dict, layout: Layout) -> None:

@@ -32,6 +32,7 @@ IGNORED = frozenset({
     "boi_token_index", "eoi_token_index", "image_token_index", "mm_tokens_per_image",
     "image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id",
     "rope_parameters", "mtp_use_dedicated_embeddings",           # Qwen3.5: RoPE sections; how the MTP layer embeds
+    "compress_rope_theta", "hc_eps", "hc_sinkhorn_iters",         # DeepSeek-V4: RoPE base of compressed entries; hyper-connection numerics
 })
 
 # Keys that describe parts outside the language model; the importer says so in the record's notes.
@@ -72,13 +73,14 @@ class Layout:
     mlp_bias: str = "key"                       # key: config.mlp_bias; all; none
     position: str = "rope"
     position_offset: int = 0                    # learned positions: rows = max_position_embeddings + offset
-    moe: str = ""                               # "" | qwen3_moe | mixtral | deepseek_v3 | gpt_oss
+    moe: str = ""                               # "" | qwen3_moe | mixtral | deepseek_v3 | gpt_oss | qwen3_next | kimi_linear | deepseek_v4
     mla: bool = False
     window: str = "none"                        # none | mistral | qwen | gemma3 | layer_types (the list is required)
     sinks: bool = False                         # one learned attention-sink logit per head and layer (gpt-oss)
     expert_bias: bool = False                   # biases on every expert projection (gpt-oss)
     linear: str = ""                            # "" | gated_deltanet | mamba2 | kda: recurrent layers between full-attention ones
     sparse: str = ""                            # "" | dsa: DeepSeek Sparse Attention (a lightning indexer picks top-k cached tokens)
+    compressed: str = ""                        # "" | deepseek_v4: CSA/HCA layers (compress_ratios) with a window in every layer
     keys: frozenset = frozenset()               # type-specific keys this layout reads
     defaults: dict = field(default_factory=dict)  # key -> (value, where the default comes from)
     fixed: dict = field(default_factory=dict)   # key -> the only value the importer understands
@@ -194,6 +196,20 @@ LAYOUTS["kimi_k2"] = LAYOUTS["deepseek_v3"]
 LAYOUTS["deepseek_v32"] = replace(LAYOUTS["deepseek_v3"], sparse="dsa",
                                   keys=LAYOUTS["deepseek_v3"].keys | {"index_topk", "index_n_heads", "index_head_dim"})
 
+# DeepSeek-V4 (its reference inference/model.py): one shared K/V head of head_dim (keys and values alike), low-rank
+# queries, a grouped low-rank output (o_groups x o_lora_rank) and a learned sink per head; every layer keeps a
+# sliding_window of raw entries, and compress_ratios (one per layer, then the MTP layers) adds compressed entries: 4 with
+# overlapping windows and a lightning indexer (CSA), any other ratio without (HCA), 0 none. Hyper-connections (hc_mult
+# copies of the residual stream), every layer MoE with one shared expert, the first num_hash_layers routed by token id.
+LAYOUTS["deepseek_v4"] = Layout(
+    "gated", moe="deepseek_v4", compressed="deepseek_v4", attention_bias="key", mlp_bias="none",
+    keys=frozenset({"hidden_act", "attention_bias", "q_lora_rank", "qk_rope_head_dim", "o_groups", "o_lora_rank", "n_routed_experts",
+                    "n_shared_experts", "num_experts_per_tok", "moe_intermediate_size", "num_hash_layers", "hc_mult", "index_n_heads",
+                    "index_head_dim", "index_topk", "sliding_window", "compress_ratios", "scoring_func", "topk_method", "swiglu_limit",
+                    "expert_dtype"}),
+    defaults={"tie_word_embeddings": (False, "DeepSeek-V4 reference inference code: the output head (ParallelHead) has its own weight")},
+    fixed={"num_key_value_heads": 1, "attention_bias": False, "n_shared_experts": 1, "topk_method": "noaux_tc", "tie_word_embeddings": False})
+
 # Multimodal wrappers: the language model is text_config; what model_type it has when unstated.
 WRAPPERS = {"gemma3": "gemma3_text", "qwen3_5_moe": "qwen3_5_moe_text"}
 
@@ -217,9 +233,9 @@ KDA = ("Kimi Delta Attention (KDA) hybrid linear attention outside the kimi_line
        "interleaved with MLA layers")
 DSA = ("DeepSeek Sparse Attention outside the deepseek_v32 layout: a lightning indexer with its own weights that picks the top-k "
        "cached tokens each query attends to")
-DEEPSEEK_V4 = ("DeepSeek-V4 (compressed attention: a 128-token sliding window in every layer, compressed KV blocks of 4 tokens "
-               "with a lightning indexer or of 128 tokens without one (compress_ratios), grouped low-rank output projections, "
-               "hyper-connections and hash-routed MoE layers)")
+DEEPSEEK_V4 = ("DeepSeek-V4's compressed attention outside the deepseek_v4 layout (a sliding window in every layer, compressed "
+               "KV blocks of 4 tokens with a lightning indexer or of 128 tokens without one (compress_ratios), grouped low-rank "
+               "output projections, hyper-connections and hash-routed MoE layers)")
 KIMI_K3 = ("Kimi K3 (a KDA/MLA hybrid beyond the kimi_linear layout: compressed MLA queries with an output gate, full-rank KDA "
            "gates and a latent MoE whose routed experts work in a narrower hidden size)")
 UNCOUNTED_KEYS = {
@@ -234,11 +250,5 @@ UNCOUNTED_KEYS = {
     "index_topk": DSA, "index_n_heads": DSA, "index_head_dim": DSA,
 }
 UNCOUNTED_LAYER_TYPES = {"linear_attention": GATED_DELTANET}
-UNCOUNTED_MODEL_TYPES = {
-    "mamba": MAMBA, "mamba2": MAMBA, "jamba": MAMBA, "deepseek_v4": DEEPSEEK_V4, "kimi_k3": KIMI_K3,
-}
-UNCOUNTED_CLASSES = {
-
-    "MambaForCausalLM": MAMBA, "Mamba2ForCausalLM": MAMBA, "JambaForCausalLM": MAMBA,
-    "DeepseekV4ForCausalLM": DEEPSEEK_V4, "KimiK3ForConditionalGeneration": KIMI_K3,
-}
+UNCOUNTED_MODEL_TYPES = {"mamba": MAMBA, "mamba2": MAMBA, "jamba": MAMBA, "kimi_k3": KIMI_K3}
+UNCOUNTED_CLASSES = {"MambaForCausalLM": MAMBA, "Mamba2ForCausalLM": MAMBA, "JambaForCausalLM": MAMBA, "KimiK3ForConditionalGeneration": KIMI_K3}

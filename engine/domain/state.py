@@ -6,21 +6,23 @@ any recurrent layers, FX800). A hybrid record (Qwen3-Next, Qwen3.5, Nemotron-H) 
 ``hybrid_state``: K/V in its attention layers only, a fixed state in the others; Kimi Linear
 keeps the MLA latent beside its KDA states; DeepSeek-V3.2 adds its indexer keys (FX888). The
 state is kept at ``state_bytes`` per element: 4 where the config names mamba_ssm_dtype float32,
-else 2, unless given.
+else 2, unless given. DeepSeek-V4 goes through ``compressed_state``: by layer kind (window only,
+CSA, HCA) its window, compressed entries and indexer keys (FX899) and its compressors' FP32 running
+state (FX900), FX901 their sum.
 ``fit_requests`` divides a device's memory, less the weights, by that total.
 """
 
 from __future__ import annotations
 
 from engine.core.errors import InputError
-from engine.core.record import dataclass
+from engine.core.record import dataclass, replace
 
 
 @dataclass(frozen=True)
 class LayerKind:
-    kind: str            # full_attention | sliding_attention | mla_latent | recurrent
+    kind: str            # full_attention | sliding_attention | mla_latent | recurrent | indexer_keys | csa | hca
     layers: int
-    tokens_held: int     # tokens of this request each layer keeps (0 for a recurrent state)
+    tokens_held: int     # tokens of this request each layer keeps (0 for a recurrent state; csa, hca: window plus compressed entries)
     bytes_per_request: int
     formula: str
 
@@ -50,6 +52,8 @@ def request_state(record: dict, context_tokens: int, kv_bytes: float = 2, root=N
     if not kv_bytes > 0:
         raise InputError("--kv-bytes", f"expected a positive number of bytes per cached element, got {kv_bytes!r}")
     cfg, d = record["config"], record["derived"]
+    if d.get("compressed_attention"):  # DeepSeek-V4: windows, compressed entries, indexer keys, FP32 compressor state
+        return compressed_state(record, context_tokens, kv_bytes, root, state_bytes)
     if state_bytes is None:
         state_bytes = default_state_bytes(cfg)
     lin = d.get("linear_attention") or {}
@@ -100,6 +104,39 @@ def _kda_state(record: dict, context_tokens: int, kv_bytes: float, state_bytes: 
     total = ev("FX801", kv_bytes_per_request=latent, recurrent_layers=lin["layers"], recurrent_state_bytes_per_layer=per_layer)
     rows = (LayerKind("mla_latent", attn, context_tokens, latent, "F8"), LayerKind("recurrent", lin["layers"], 0, lin["layers"] * per_layer, "FX800"))
     return RequestState(record["id"], context_tokens, kv_bytes, rows, total, ("F8", "FX800", "FX801"))
+
+
+def compressed_state(record: dict, context_tokens: int, kv_bytes: float = 2, root=None, state_bytes: float | None = None) -> RequestState:
+    """DeepSeek-V4's persistent bytes of one request by layer kind, as its reference inference code keeps them: every layer a
+    window of up to ``window`` entries of head_dim; CSA layers one compressed entry and one indexer key per 4 tokens, HCA layers
+    one entry per hca_ratio tokens, all at ``kv_bytes`` (BF16 in the reference); each compressor two FP32 buffers of its pooling
+    window (``state_bytes``, default 4). FX899 + FX900 = FX901."""
+    from engine.domain.model_count import (
+        _Evaluator,
+        compressed_kv_bytes,
+        formula_module,
+        v4_cache_shape,
+    )
+
+    if not (state_bytes is None or state_bytes > 0):
+        raise InputError("--state-bytes", f"expected a positive number of bytes per state element, got {state_bytes!r}")
+    ev, shape = _Evaluator(formula_module(root)), v4_cache_shape(record)
+    ca, layers = record["derived"]["compressed_attention"], record["config"]["num_hidden_layers"]
+    state = {} if state_bytes is None else {"compressor_state_bytes": state_bytes}  # FX900's default: 4 (float32)
+    cache = compressed_kv_bytes(record, context_tokens, kv_bytes, root)
+    pooling = ev("FX900", **state, **shape)
+    total = ev("FX901", compressed_kv_bytes_per_request=cache, compressor_state_bytes_per_request=pooling)
+    held, sb = min(context_tokens, ca["window"]), 4 if state_bytes is None else state_bytes
+    hd, ihd, csa_n, hca_n = shape["head_dim"], shape["index_head_dim"], context_tokens // ca["csa_ratio"], context_tokens // shape["hca_ratio"]
+    rows = (LayerKind("sliding_attention", ca["window_only_layers"], held, ca["window_only_layers"] * hd * held * kv_bytes, "FX899"),
+            LayerKind("csa", ca["csa_layers"], held + csa_n, ca["csa_layers"] * ((hd * held + (hd + ihd) * csa_n) * kv_bytes
+                                                                                 + 2 * 2 * ca["csa_ratio"] * 2 * (hd + ihd) * sb), "FX899 + FX900"),
+            LayerKind("hca", ca["hca_layers"], held + hca_n, ca["hca_layers"] * ((hd * held + hd * hca_n) * kv_bytes
+                                                                                 + 2 * shape["hca_ratio"] * hd * sb), "FX899 + FX900"))
+    rows = tuple(replace(r, bytes_per_request=int(r.bytes_per_request)) if float(r.bytes_per_request).is_integer() else r for r in rows if r.layers)
+    if sum(r.bytes_per_request for r in rows) != total or sum(r.layers for r in rows) != layers:  # the rows re-read FX899 and FX900
+        raise AssertionError(f"{record['id']}: rows sum to {sum(r.bytes_per_request for r in rows)}, FX901 gives {total}")
+    return RequestState(record["id"], context_tokens, kv_bytes, rows, total, ("FX899", "FX900", "FX901"))
 
 
 @dataclass(frozen=True)
@@ -187,7 +224,7 @@ def per_gpu_bytes(record: dict, state: RequestState, tp: int, root=None) -> floa
     for row in state.rows:
         if row.kind in ("full_attention", "sliding_attention", "mla_latent"):
             total += row.bytes_per_request * share
-        elif row.kind == "indexer_keys":
+        elif row.kind in ("indexer_keys", "csa", "hca"):  # DeepSeek-V4's one K/V head, indexer keys and compressors: on every rank
             total += row.bytes_per_request
         else:  # recurrent
             lin, mamba = d.get("linear_attention") or {}, d.get("mamba") or {}

@@ -173,7 +173,8 @@ def models_table(data: SiteData) -> Page:
     here = MODELS_PAGE
     lines = ["# Models", "", "Architectures from each model's `config.json` (`knowledge/models/`), with the parameter total the "
              "formula records compute and the reference it is checked against, and the KV-cache bytes per token at 2 bytes "
-             "per element (F8 through the model's attention variant).", "",
+             "per element (F8 through the model's attention variant; DeepSeek-V4: what a request grows by per token once its windows "
+             "are full, FX899).", "",
              "| model | family | attention | layers | hidden | heads / KV heads | parameters | active | KV B/token (BF16) | checked against |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for mid in sorted(data.k.models):

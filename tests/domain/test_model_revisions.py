@@ -25,6 +25,8 @@ PINNED = [
      "checkpoint audit at that revision: 'exact total parameters 49,122,681,728'"),
     ("deepseek-v3.2", "deepseek-ai/DeepSeek-V3.2", "a7e62ac04ecb2c0a54d736dc46601c5606cf10a6", 671_877_944_064,
      "checkpoint inspection: 685,396,921,376 stored, less MTP 13,477,385,728 and FP8 scales 41,591,584"),
+    ("deepseek-v4-flash", "deepseek-ai/DeepSeek-V4-Flash", "60d8d70770c6776ff598c94bb586a859a38244f1", 284_332_240_471,
+     "index total_size 159,609,485,896 B reproduced to the byte with the MTP block (tests/domain/test_deepseek_v4.py)"),
 ]
 
 

@@ -221,7 +221,7 @@ def test_unknown_model_type_with_moe_keys_is_not_taken_for_dense():
 
 
 def test_unknown_model_type_is_refused():
-    assert refusal({"model_type": "fancy", "hidden_size": 768}).startswith("model_type: 'fancy' is not a known architecture (known: deepseek_v3, deepseek_v32, falcon,")
+    assert refusal({"model_type": "fancy", "hidden_size": 768}).startswith("model_type: 'fancy' is not a known architecture (known: deepseek_v3, deepseek_v32, deepseek_v4, falcon,")
     # a state-space model is refused as what it is (tests/domain/test_arch_refusals.py)
     assert refusal({"model_type": "mamba", "hidden_size": 768}).startswith("model_type: 'mamba' shows a Mamba (state-space) model")
 
