@@ -11,10 +11,12 @@ from engine.domain.model_layouts import (
     MLA_KEYS,
     MOE_KEYS,
     OUTSIDE_LM,
+    PRETRAINED_DEFAULTS,
     UNCOUNTED_CLASSES,
     UNCOUNTED_KEYS,
     UNCOUNTED_LAYER_TYPES,
     UNCOUNTED_MODEL_TYPES,
+    WRAPPED_AS,
     WRAPPERS,
     Layout,
     _refuse_key,
@@ -38,6 +40,8 @@ def flatten(config: dict) -> tuple[dict, list[str]]:
         raise InputError("model_type", f"{wrapper!r} is not a multimodal wrapper the importer knows (known: {', '.join(sorted(WRAPPERS))})")
     notes += [_outside_note(key, text[key]) for key in text if key in OUTSIDE_LM and text[key] not in (None, 0, {})]
     merged = {"model_type": WRAPPERS[wrapper], **{k: v for k, v in text.items() if k not in OUTSIDE_LM}}
+    if (wrapper, text.get("model_type")) in WRAPPED_AS:  # Kimi K3's text_config says kimi_linear, which it is not
+        merged["model_type"] = WRAPPED_AS[(wrapper, text["model_type"])]
     for key, value in config.items():
         if key not in ("text_config", "model_type") and key not in OUTSIDE_LM:
             merged.setdefault(key, value)
@@ -96,9 +100,13 @@ def layout_of(cfg: dict) -> Layout:
 
 
 def check_keys(cfg: dict, layout: Layout) -> None:
-    unknown = sorted(k for k in cfg if k not in KNOWN and k not in IGNORED)
+    unknown = sorted(k for k in cfg if k not in KNOWN and k not in IGNORED and k not in PRETRAINED_DEFAULTS)
     if unknown:
         raise _refuse_key(", ".join(unknown))
+    for key, default in PRETRAINED_DEFAULTS.items():
+        if key in cfg and cfg[key] != default:
+            raise InputError(key, f"{_show(cfg[key])} differs from the transformers PretrainedConfig default {_show(default)}: an "
+                                  "encoder-decoder, cross-attention or pruned-head variant the importer does not count")
     foreign = sorted(k for k in cfg if k in KNOWN and k not in COMMON and k not in layout.keys)
     if foreign:
         raise InputError(", ".join(foreign), f"is not used by model_type {cfg['model_type']!r}: the config describes an attention, "

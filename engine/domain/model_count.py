@@ -27,6 +27,8 @@ MISSING_FORMULAS = {
     "indexer": "FX10 has no sparse-attention indexer (DeepSeek-V3.2: wq_b, wk, k_norm and weights_proj per layer)",
 }
 
+MLA_SHAPE = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")  # FX10 mla's inputs
+
 # The record that counts each term, and the symbol FX879/FX880 take it as.
 EXTRA_FORMULAS = {"attention_biases": "FX870", "mlp_biases": "FX871", "norm_biases": "FX872", "extra_norms": "FX873",
                   "position_embeddings": "FX874", "router_bias": "FX875", "expert_biases": "FX876", "attention_sinks": "FX878",
@@ -47,7 +49,9 @@ def parameter_count(record: dict, root=None) -> dict:
     shape = _Shape(cfg, d)
     ev = _Evaluator(module)
     if d.get("linear_attention"):
-        return (_kda_count if d["linear_attention"]["kind"] == "kda" else _hybrid_count)(record, shape, ev)
+        lin = d["linear_attention"]
+        count = _hybrid_count if lin["kind"] != "kda" else _k3_count if lin.get("full_rank_gate") else _kda_count
+        return count(record, shape, ev)
     if d.get("mamba"):
         return _mamba_count(record, shape, ev)
     if d.get("compressed_attention"):
@@ -141,6 +145,31 @@ def _kda_count(record: dict, shape: _Shape, ev: _Evaluator) -> dict:
              "mlp": moe.get("dense_first_layers", 0) * dense + moe_layers * moe_all, "router_bias": moe_layers * moe["experts"],
              "norms": 2 * shape.layers * shape.hidden + shape.hidden, "embeddings": emb}
     return _counted(record, ev, "FX891", total, active, parts)
+
+
+def _k3_count(record: dict, shape: _Shape, ev: _Evaluator) -> dict:
+    """Kimi K3: full-rank-gate KDA (FX902) and gated MLA (FX903) layers over a dense (FX11) and latent MoE (FX904/FX905) blocks, FX906/FX907."""
+    cfg, d = record["config"], record["derived"]
+    lin, moe, mla = d["linear_attention"], d["moe"], d["mla"]
+    kda = ev("FX902", hidden=shape.hidden, kda_heads=lin["key_heads"], kda_head_dim=lin["key_head_dim"], conv_kernel=lin["conv_kernel"])
+    base = ev("FX10", attention="mla", hidden=shape.hidden, heads=shape.heads, **{k: mla[k] for k in MLA_SHAPE})
+    attn = ev("FX903", attn_params_per_layer=base, hidden=shape.hidden, heads=shape.heads, v_head_dim=mla["v_head_dim"])
+    dense = ev("FX11", mlp_gating=d["mlp"], hidden=shape.hidden, ffn_hidden=d["ffn_hidden"]) if moe.get("dense_first_layers") else 0
+    emb = _embeddings(ev, cfg, shape)
+    experts = {"n_experts": moe["experts"], "moe_ffn_hidden": moe["expert_intermediate_size"], "latent_hidden": moe["latent_hidden"],
+               "n_shared_experts": moe.get("shared_experts", 0), "hidden": shape.hidden}
+    moe_all = ev("FX904", **experts)
+    moe_active = ev("FX905", top_k=moe["experts_per_token"], **experts)
+    n_dense = moe.get("dense_first_layers", 0)
+    common = {"layers": shape.layers, "attention_layers": d["attention_layers"], "kda_full_gate_params_per_layer": kda,
+              "gated_mla_params_per_layer": attn, "n_dense_layers": n_dense, "mlp_params_per_layer": dense or 1,  # times 0 dense layers when there are none
+              "embedding_params": emb, "hidden": shape.hidden}
+    total = ev("FX906", latent_moe_params_per_layer=moe_all, **common)
+    active = ev("FX907", latent_moe_active_params_per_layer=moe_active, **common)
+    parts = {"attention": d["attention_layers"] * attn, "linear_attention": lin["layers"] * kda,
+             "mlp": n_dense * dense + (shape.layers - n_dense) * moe_all, "norms": 2 * shape.layers * shape.hidden + shape.hidden,
+             "attn_res": 4 * shape.layers * shape.hidden + 2 * shape.hidden, "embeddings": emb}
+    return _counted(record, ev, "FX906", total, active, parts)
 
 
 def _v4_count(record: dict, shape: _Shape, ev: _Evaluator) -> dict:

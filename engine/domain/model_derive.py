@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from engine.core.errors import InputError
-from engine.domain.model_config import _positive
+from engine.domain.model_config import _positive, _show
 from engine.domain.model_layouts import ACTIVATIONS, LAYER_TYPES, Layout
 
 
@@ -14,7 +14,7 @@ def derive(cfg: dict, layout: Layout) -> dict:
         raise InputError(layout.act_key, f"{activation!r} is not an activation the importer knows ({', '.join(sorted(ACTIVATIONS))})")
     attention, head_dim, stated = _attention(cfg, layout)
     moe = _moe(cfg, layout)
-    hybrid_moe = "hybrid_mla_moe" if layout.mla else "hybrid_moe"  # KDA beside MLA (Kimi Linear); Gated DeltaNet beside GQA
+    hybrid_moe = "hybrid_mla_moe" if layout.mla else "hybrid_moe"  # KDA beside MLA (Kimi Linear, K3); Gated DeltaNet beside GQA
     family = (hybrid_moe if layout.linear else "mla_moe" if layout.mla else "moe") if moe else ("hybrid" if layout.linear else "dense")
     if layout.compressed:  # DeepSeek-V4: CSA/HCA layers, which no ledger template or calculator holds
         family = "compressed_moe"
@@ -31,6 +31,10 @@ def derive(cfg: dict, layout: Layout) -> dict:
         derived["moe"] = moe
     if layout.mla:
         derived["mla"] = {k: cfg.get(k) for k in ("q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")}
+        if cfg.get("mla_use_output_gate"):
+            derived["mla"]["output_gate"] = True  # Kimi K3: a sigmoid gate g_proj (h x heads·v_head_dim) on the attention output
+    if cfg.get("attn_res_block_size") is not None:
+        derived["attn_res_block_size"] = _positive(cfg, "attn_res_block_size")
     if layout.sparse == "dsa":
         derived["sparse_attention"] = {"kind": "dsa", "index_heads": _positive(cfg, "index_n_heads", required=True),
                                        "index_head_dim": _positive(cfg, "index_head_dim", required=True),
@@ -38,7 +42,7 @@ def derive(cfg: dict, layout: Layout) -> dict:
     if layout.sinks:
         derived["attention_sinks"] = True
     if layout.linear:
-        derived.update({"gated_deltanet": _linear, "mamba2": _mamba, "kda": _kda}[layout.linear](cfg))
+        derived.update(_kda(cfg, layout) if layout.linear == "kda" else {"gated_deltanet": _linear, "mamba2": _mamba}[layout.linear](cfg))
         return derived
     if layout.compressed:
         derived.update(_compressed(cfg))
@@ -55,7 +59,7 @@ def _attention(cfg: dict, layout: Layout) -> tuple[str, int, bool]:
     if layout.mla:
         for key in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
             _positive(cfg, key, required=True)
-        if cfg.get("q_lora_rank") is None and layout.linear == "kda":  # Kimi Linear's MLA: queries from h directly (FX890)
+        if cfg.get("q_lora_rank") is None and layout.moe == "kimi_linear":  # Kimi Linear's MLA: queries from h directly (FX890)
             return "mla", cfg["qk_nope_head_dim"] + cfg["qk_rope_head_dim"], False
         if cfg.get("q_lora_rank") is None:
             raise InputError("q_lora_rank", "null (MLA without query compression, e.g. DeepSeek-V2-Lite) is a variant FX10 does not cover")
@@ -107,10 +111,10 @@ def _moe(cfg: dict, layout: Layout) -> dict:
         return {}
     experts_key, size_key = {"qwen3_moe": ("num_experts", "moe_intermediate_size"), "mixtral": ("num_local_experts", "intermediate_size"),
                              "deepseek_v3": ("n_routed_experts", "moe_intermediate_size"), "qwen3_next": ("num_experts", "moe_intermediate_size"),
-                             "kimi_linear": ("num_experts", "moe_intermediate_size"),
+                             "kimi_linear": ("num_experts", "moe_intermediate_size"), "kimi_k3": ("num_experts", "moe_intermediate_size"),
                              "deepseek_v4": ("n_routed_experts", "moe_intermediate_size"),
                              "gpt_oss": ("num_local_experts", "intermediate_size")}[layout.moe]
-    top_k_key = "num_experts_per_token" if layout.moe == "kimi_linear" else "num_experts_per_tok"
+    top_k_key = "num_experts_per_token" if layout.moe in ("kimi_linear", "kimi_k3") else "num_experts_per_tok"
     moe = {"experts": _positive(cfg, experts_key, required=True), "experts_per_token": _positive(cfg, top_k_key, required=True),
            "expert_intermediate_size": _positive(cfg, size_key, required=True)}
     if moe["experts_per_token"] > moe["experts"]:
@@ -121,11 +125,13 @@ def _moe(cfg: dict, layout: Layout) -> dict:
         grouped = (cfg.get("n_group") or 1) > 1
         moe["routing"] = "sigmoid_topk_grouped" if grouped else "sigmoid_topk"
         moe["router_bias"] = True  # noaux_tc routing (the only topk_method accepted) adds e_score_correction_bias
-    elif layout.moe == "kimi_linear":
+    elif layout.moe in ("kimi_linear", "kimi_k3"):
         moe["shared_experts"] = cfg.get("num_shared_experts") or 0
         moe["dense_first_layers"] = cfg.get("first_k_dense_replace") or 0
         moe["routing"] = "sigmoid_topk_grouped" if (cfg.get("num_expert_group") or 1) > 1 else "sigmoid_topk"
         moe["router_bias"] = True  # the checkpoint's gate.e_score_correction_bias, one per routed expert
+        if layout.moe == "kimi_k3":  # routed experts between down/up projections to routed_expert_hidden_size, then a norm
+            moe["latent_hidden"] = _positive(cfg, "routed_expert_hidden_size", required=True)
     elif layout.moe == "deepseek_v4":
         moe.update(_hash_routed(cfg))
     elif layout.moe == "qwen3_next":
@@ -194,11 +200,15 @@ def _mamba(cfg: dict) -> dict:
             "layer_pattern": f"{counts['mamba']} Mamba-2 : {counts['attention']} attention : {counts['mlp']} MLP blocks (hybrid_override_pattern)"}
 
 
-def _kda(cfg: dict) -> dict:
-    """Kimi Linear's layer kinds from linear_attn_config (1-based full_attn_layers and kda_layers) and its KDA shape."""
+def _kda(cfg: dict, layout: Layout) -> dict:
+    """Kimi Linear's (and K3's) layer kinds from linear_attn_config (1-based full_attn_layers and kda_layers) and its KDA shape."""
     layers, lin = cfg["num_hidden_layers"], cfg.get("linear_attn_config")
     if not isinstance(lin, dict):
         raise InputError("linear_attn_config", "expected a JSON object (full_attn_layers, kda_layers, num_heads, head_dim, short_conv_kernel_size)")
+    full_rank = layout.moe == "kimi_k3"  # K3's output gate g_proj is h x heads·head_dim (FX902); Kimi Linear's is low-rank (FX889)
+    if bool(lin.get("use_full_rank_gate")) != full_rank:
+        raise InputError("linear_attn_config.use_full_rank_gate", f"{_show(lin.get('use_full_rank_gate'))} is a variant the importer does not "
+                                                                 f"count (it counts {cfg['model_type']} models with it {_show(full_rank)})")
     full, kda = lin.get("full_attn_layers"), lin.get("kda_layers")
     if not (isinstance(full, list) and isinstance(kda, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in full + kda)):
         raise InputError("linear_attn_config", "expected full_attn_layers and kda_layers as lists of layer numbers")
@@ -212,9 +222,11 @@ def _kda(cfg: dict) -> dict:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InputError(f"linear_attn_config.{name}", f"expected a whole number >= 1, got {value!r}")
         shape[key] = value
-    return {"attention_layers": len(full), "linear_attention": {"kind": "kda", "layers": len(kda), "key_heads": shape["heads"],
-            "value_heads": shape["heads"], "key_head_dim": shape["head_dim"], "value_head_dim": shape["head_dim"],
-            "conv_kernel": shape["conv_kernel"]},
+    lin_out = {"kind": "kda", "layers": len(kda), "key_heads": shape["heads"], "value_heads": shape["heads"], "key_head_dim": shape["head_dim"],
+               "value_head_dim": shape["head_dim"], "conv_kernel": shape["conv_kernel"]}
+    if full_rank:
+        lin_out["full_rank_gate"] = True
+    return {"attention_layers": len(full), "linear_attention": lin_out,
             "layer_pattern": f"{len(kda)} KDA : {len(full)} MLA (linear_attn_config)"}
 
 

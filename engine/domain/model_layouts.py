@@ -32,8 +32,24 @@ IGNORED = frozenset({
     "boi_token_index", "eoi_token_index", "image_token_index", "mm_tokens_per_image",
     "image_token_id", "video_token_id", "vision_start_token_id", "vision_end_token_id",
     "rope_parameters", "mtp_use_dedicated_embeddings",           # Qwen3.5: RoPE sections; how the MTP layer embeds
+    "ignore_index", "image_placeholder", "media_placeholder_token_id",  # Kimi K3's wrapper: loss and media-token bookkeeping
+    "activation_situ_beta", "activation_situ_linear_beta",        # Kimi K3: the SiTU activation's bounds (no weights)
     "compress_rope_theta", "hc_eps", "hc_sinkhorn_iters",         # DeepSeek-V4: RoPE base of compressed entries; hyper-connection numerics
+    # generation settings transformers' PretrainedConfig writes into every serialised config (Kimi K3's text_config)
+    "bad_words_ids", "begin_suppress_tokens", "diversity_penalty", "do_sample", "early_stopping", "encoder_no_repeat_ngram_size",
+    "exponential_decay_length_penalty", "finetuning_task", "forced_bos_token_id", "forced_eos_token_id", "id2label", "label2id",
+    "length_penalty", "max_length", "min_length", "no_repeat_ngram_size", "num_beam_groups", "num_beams", "num_return_sequences",
+    "output_attentions", "output_hidden_states", "output_scores", "problem_type", "remove_invalid_values", "repetition_penalty",
+    "return_dict", "return_dict_in_generate", "sep_token_id", "suppress_tokens", "task_specific_params", "temperature",
+    "tf_legacy_loss", "tokenizer_class", "top_k", "top_p", "torchscript", "typical_p", "use_bfloat16",
 })
+
+# PretrainedConfig fields that would change the architecture away from their defaults (an encoder-decoder,
+# cross-attention, pruned heads): a serialised config may carry them at these values, and only at these.
+PRETRAINED_DEFAULTS = {
+    "is_encoder_decoder": False, "is_decoder": False, "add_cross_attention": False, "cross_attention_hidden_size": None,
+    "tie_encoder_decoder": False, "pruned_heads": {}, "chunk_size_feed_forward": 0,
+}
 
 # Keys that describe parts outside the language model; the importer says so in the record's notes.
 OUTSIDE_LM = {
@@ -52,7 +68,7 @@ COMMON = frozenset({
 
 MOE_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size", "n_shared_experts", "first_k_dense_replace")
 MLA_KEYS = ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
-ACTIVATIONS = frozenset({"silu", "gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "relu2"})  # relu2: squared ReLU (Nemotron-H)
+ACTIVATIONS = frozenset({"silu", "gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "relu2", "situ"})  # relu2: squared ReLU (Nemotron-H); situ: Kimi K3's bounded SiLU
 LAYER_TYPES = {"full_attention": False, "sliding_attention": True}  # name -> windowed (linear_attention: a qwen3_next layer kind)
 
 
@@ -73,7 +89,7 @@ class Layout:
     mlp_bias: str = "key"                       # key: config.mlp_bias; all; none
     position: str = "rope"
     position_offset: int = 0                    # learned positions: rows = max_position_embeddings + offset
-    moe: str = ""                               # "" | qwen3_moe | mixtral | deepseek_v3 | gpt_oss | qwen3_next | kimi_linear | deepseek_v4
+    moe: str = ""                               # "" | qwen3_moe | mixtral | deepseek_v3 | gpt_oss | qwen3_next | kimi_linear | kimi_k3 | deepseek_v4
     mla: bool = False
     window: str = "none"                        # none | mistral | qwen | gemma3 | layer_types (the list is required)
     sinks: bool = False                         # one learned attention-sink logit per head and layer (gpt-oss)
@@ -210,8 +226,23 @@ LAYOUTS["deepseek_v4"] = Layout(
     defaults={"tie_word_embeddings": (False, "DeepSeek-V4 reference inference code: the output head (ParallelHead) has its own weight")},
     fixed={"num_key_value_heads": 1, "attention_bias": False, "n_shared_experts": 1, "topk_method": "noaux_tc", "tie_word_embeddings": False})
 
+# Kimi K3 (text_config of kimi_k3, which names it kimi_linear): Kimi Linear's layer kinds with compressed MLA queries and
+# a sigmoid output gate (g_proj), full-rank KDA output gates, AttnRes projections in every layer, and a latent MoE whose
+# routed experts work in routed_expert_hidden_size between a down and an up projection (its modeling_kimi_linear.py
+# as re-implementations cite it, and the checkpoint's tensors)
+LAYOUTS["kimi_k3_text"] = replace(
+    LAYOUTS["kimi_linear"], moe="kimi_k3",
+    keys=LAYOUTS["kimi_linear"].keys | {"routed_expert_hidden_size", "latent_moe_use_norm", "mla_use_output_gate", "attn_res_block_size",
+                                        "topk_method"},
+    defaults={},
+    fixed={"moe_layer_freq": 1, "moe_router_activation_func": "sigmoid", "mla_use_output_gate": True, "latent_moe_use_norm": True,
+           "topk_method": "noaux_tc"})
+
 # Multimodal wrappers: the language model is text_config; what model_type it has when unstated.
-WRAPPERS = {"gemma3": "gemma3_text", "qwen3_5_moe": "qwen3_5_moe_text"}
+WRAPPERS = {"gemma3": "gemma3_text", "qwen3_5_moe": "qwen3_5_moe_text", "kimi_k3": "kimi_k3_text"}
+# A text_config that names another model_type than its wrapper implies, and what it is read as: Kimi K3's remote
+# code reuses KimiLinearConfig for its text model, which is not Kimi Linear's layout
+WRAPPED_AS = {("kimi_k3", "kimi_linear"): "kimi_k3_text"}
 
 KNOWN = COMMON | frozenset().union(*(layout.keys for layout in LAYOUTS.values()))
 
@@ -236,7 +267,7 @@ DSA = ("DeepSeek Sparse Attention outside the deepseek_v32 layout: a lightning i
 DEEPSEEK_V4 = ("DeepSeek-V4's compressed attention outside the deepseek_v4 layout (a sliding window in every layer, compressed "
                "KV blocks of 4 tokens with a lightning indexer or of 128 tokens without one (compress_ratios), grouped low-rank "
                "output projections, hyper-connections and hash-routed MoE layers)")
-KIMI_K3 = ("Kimi K3 (a KDA/MLA hybrid beyond the kimi_linear layout: compressed MLA queries with an output gate, full-rank KDA "
+KIMI_K3 = ("Kimi K3's KDA/MLA hybrid outside the kimi_k3 wrapper (compressed MLA queries with an output gate, full-rank KDA "
            "gates and a latent MoE whose routed experts work in a narrower hidden size)")
 UNCOUNTED_KEYS = {
     # DeepSeek-V4 first: its index_topk would otherwise be named as DeepSeek-V3.2's sparse attention
@@ -250,5 +281,5 @@ UNCOUNTED_KEYS = {
     "index_topk": DSA, "index_n_heads": DSA, "index_head_dim": DSA,
 }
 UNCOUNTED_LAYER_TYPES = {"linear_attention": GATED_DELTANET}
-UNCOUNTED_MODEL_TYPES = {"mamba": MAMBA, "mamba2": MAMBA, "jamba": MAMBA, "kimi_k3": KIMI_K3}
-UNCOUNTED_CLASSES = {"MambaForCausalLM": MAMBA, "Mamba2ForCausalLM": MAMBA, "JambaForCausalLM": MAMBA, "KimiK3ForConditionalGeneration": KIMI_K3}
+UNCOUNTED_MODEL_TYPES = {"mamba": MAMBA, "mamba2": MAMBA, "jamba": MAMBA}
+UNCOUNTED_CLASSES = {"MambaForCausalLM": MAMBA, "Mamba2ForCausalLM": MAMBA, "JambaForCausalLM": MAMBA}

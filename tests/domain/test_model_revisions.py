@@ -27,6 +27,8 @@ PINNED = [
      "checkpoint inspection: 685,396,921,376 stored, less MTP 13,477,385,728 and FP8 scales 41,591,584"),
     ("deepseek-v4-flash", "deepseek-ai/DeepSeek-V4-Flash", "60d8d70770c6776ff598c94bb586a859a38244f1", 284_332_240_471,
      "index total_size 159,609,485,896 B reproduced to the byte with the MTP block (tests/domain/test_deepseek_v4.py)"),
+    ("kimi-k3", "moonshotai/Kimi-K3", "9f62e4e9fffbd0a83ddd60e1c209d828994b3569", 2_779_484_478_208,
+     "index total_size 1,560,860,324,864 B reproduced to the byte with the vision tower and projector (tests/domain/test_kimi_k3.py)"),
 ]
 
 
