@@ -14,7 +14,7 @@ import numpy as np
 from engine.core.errors import InputError
 from engine.core.record import dataclass, field
 from engine.plan.evaluate import _Formulas
-from engine.plan.serve_eval import MODES, PRUNE, ServeSpace, constants, evaluate
+from engine.plan.serve_eval import MODES, PRUNE, ServeSpace, constants, evaluate, kv_share
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,13 +73,26 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
 
     precision = str(precision).strip().lower()
     w_fmt = storage.resolve(weights or "bf16", "--weights", root)
+    stored = {} if weights else _stored_weights(root, model)
+    weights_label = stored.pop("weights", w_fmt.name)
     if kv_cache is not None:
         kv_bytes = storage.resolve(kv_cache, "--kv-cache", root).bytes
     storage.check_compute(w_fmt, precision)
     mv = _preset(presets, root, model, None, "bf16", "--model")
     dv = _preset(presets, root, None, device, precision, "--device")
-    if mv.get("attention") not in ("gqa", "mha"):
-        raise InputError("--model", f"{model}: plan serve counts GQA/MHA KV caches only (this model's attention is {mv.get('attention')})")
+    if mv.get("attention") not in ("gqa", "mha", "mla"):
+        raise InputError("--model", f"{model}: plan serve counts GQA/MHA/MLA K/V caches only (this model's attention is {mv.get('attention')})")
+    experts = int(mv.get("n_experts") or 0) if mv.get("model_arch") == "moe" else 0
+    mla = mv["attention"] == "mla"
+    if mla:  # the latent (F8 mla) and FX30's attention widths: expanded prefill, absorbed decode
+        r, rope, nope, v = (int(mv[k]) for k in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"))
+        shape = dict(head_dim=v, kv_lora_rank=r, qk_rope_head_dim=rope, attn_dim_prefill=(nope + rope + v) / 2, attn_dim_decode=(2 * r + rope) / 2)
+    else:
+        shape = dict(head_dim=int(mv["head_dim"]))
+    if mv.get("kv_layout") == "sliding_window":
+        shape.update(window_layers=int(mv["window_layers"]), sliding_window=int(mv["sliding_window"]))
+    if experts and mv.get("n_dense_layers"):
+        shape["moe_layers"] = int(mv["layers"]) - int(mv["n_dense_layers"])
     for need, what in (("peak_flops", f"dense {precision} peak"), ("hbm_capacity", "memory capacity"), ("hbm_bandwidth", "memory bandwidth"),
                        ("nominal_bandwidth", "scale-up interconnect bandwidth (interconnect.per_direction) for the TP all-reduces")):
         if need not in dv:
@@ -101,7 +114,6 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
         raise InputError("--waterline", f"{waterline!r} is not in (0, 1]")
     kv_link = SCALEOUT_BANDWIDTH if kv_link_bandwidth is None else _need_positive(kv_link_bandwidth, "--kv-link-bandwidth")
     heads, kvh = int(mv["heads"]), int(mv.get("kv_heads") or mv["heads"])
-    experts = int(mv.get("n_experts") or 0) if mv.get("model_arch") == "moe" else 0
     params, active = float(mv["params"]), float(mv["params_active"])
     top_k, expert_params = 0, 0.0
     if experts:
@@ -109,18 +121,31 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
         expert_params = (params - active) * experts / (experts - top_k)  # every routed expert the same size (as space.build)
     tp = tuple(t for t in _divisors(heads, nvlink_domain) if kvh % t == 0)
     base = dict(root=str(root), prompt=prompt, output=output, ttft=float(ttft), tpot=float(tpot), layers=int(mv["layers"]), hidden=int(mv["hidden"]),
-                heads=heads, kv_heads=kvh, head_dim=int(mv["head_dim"]), attention=mv["attention"], params=params, params_active=active,
+                heads=heads, kv_heads=kvh, attention=mv["attention"], params=params, params_active=active,
                 expert_params=expert_params, top_k=top_k, kv_bytes=float(kv_bytes), hbm=float(dv["hbm_capacity"]), hbm_bw=float(dv["hbm_bandwidth"]),
                 peak=float(dv["peak_flops"]), nvlink_bw=float(dv["nominal_bandwidth"]), scaleout_bw=SCALEOUT_BANDWIDTH, nvlink_domain=nvlink_domain,
                 mfu=float(mfu), mbu=float(mbu), allreduce_latency=float(allreduce_latency), kv_link_bw=float(kv_link),
                 demand=float(demand) if demand else 0.0, waterline=waterline, tp_prefill=0,
                 modes=MODES if split and output >= 2 else MODES[:1], tp=tp, ep=_divisors(experts, max_ep) if experts else (1,),
-                batch=tuple(range(1, max_batch + 1)), prune=prune, bytes_param=w_fmt.bytes, precision=precision, weights=w_fmt.name,
+                batch=tuple(range(1, max_batch + 1)), prune=prune, **shape, **stored, bytes_param=w_fmt.bytes, precision=precision, weights=weights_label,
                 kv_cache=kv_cache.strip().lower() if kv_cache else ("bf16" if kv_bytes == 2 else "as given"))
     space = ServeSpace(**base)
     if len(space.modes) > 1:
         space = ServeSpace(**dict(base, tp_prefill=_prefill_tp(space, f)))
     return space
+
+
+def _stored_weights(root, model: str) -> dict:
+    """A record whose checkpoint stores the routed experts in a block-scaled format (its storage block, FX652):
+    their bytes per value (FX650) and the stored total; {} for a plain checkpoint (then --weights, default BF16)."""
+    from engine.domain import models, storage
+
+    record = models.find(models.load_models(root), model)
+    block = record.get("storage") or {}
+    if not block.get("quantised_format"):
+        return {}
+    fmt = storage.resolve(block["quantised_format"], "--model", root)
+    return {"bytes_param_expert": fmt.bytes, "stored_weight_bytes": float(block["weight_bytes"]), "weights": f"as stored in the checkpoint, {fmt.name} experts"}
 
 
 def _prefill_tp(s: ServeSpace, f: _Formulas) -> int:
@@ -135,7 +160,7 @@ def _prefill_tp(s: ServeSpace, f: _Formulas) -> int:
         if t < need:
             continue
         trial = constants(ServeSpace(**{**{k: getattr(s, k) for k in s.__slots__}, "tp_prefill": t}), f)
-        fits = (c["w_dense"] + c["w_expert"]) / t + s.prompt * c["kv_token"] / t <= c["usable"]
+        fits = (c["w_dense"] + c["w_expert"]) / t + c["kv_prompt"] * kv_share(s, t) <= c["usable"]
         if fits and trial["ttft_split"] <= s.ttft:
             return t
     return 0
@@ -206,7 +231,9 @@ def plan_serve(root, model: str, device: str, *, executor: str = "serial", worke
 def notes(s: ServeSpace) -> tuple[str, ...]:
     from engine.plan.space import SCALEOUT_SOURCE
 
-    out = [f"precision: weights {s.weights} ({s.bytes_param:g} B per weight, F6), K/V cache {s.kv_cache} ({s.kv_bytes:g} B per element, F8), "
+    stored = f"{s.stored_weight_bytes:,.0f} B in all, routed experts {s.bytes_param_expert:g} B per weight (FX650), the rest as stored, FX652" \
+        if s.stored_weight_bytes else f"{s.bytes_param:g} B per weight, F6"
+    out = [f"precision: weights {s.weights} ({stored}), K/V cache {s.kv_cache} ({s.kv_bytes:g} B per element, F8), "
            f"matrix products at the device's dense {s.precision} peak {s.peak / 1e12:g} TFLOP/s (FX651: three separate choices)",
            f"MFU {s.mfu:g} for prefill and decode compute (FX74, FX131); MBU {s.mbu:g} for the decode HBM reads (FX132; 1 = datasheet bandwidth)",
            "TTFT is one request's prefill alone (no queueing); co-located TPOT carries the steady chunked-prefill share of each step "
@@ -216,11 +243,19 @@ def notes(s: ServeSpace) -> tuple[str, ...]:
            + (" (FX50's default, the book calculator's; give --allreduce-latency from nccl-tests)" if abs(s.allreduce_latency - 20e-6) < 1e-15 else " (given)"),
            f"fleet: FX87 replicas at waterline {s.waterline:g} for " + (f"{s.demand:g} output tokens/s" if s.demand else "one replica's goodput (no --demand/--qps)"),
            "goodput per replica FX138 (decode slots, Little's law FX81 with FX79's end-to-end latency)"]
+    if s.attention == "mla":
+        out.append(f"MLA: the latent ({s.kv_lora_rank} + {s.qk_rope_head_dim} per layer, F8) is held whole on every TP rank (FX73); FX30's attention "
+                   f"term at width {s.attn_dim_prefill:g} for the expanded prefill ((nope + rope + v) / 2) and {s.attn_dim_decode:g} for the "
+                   "absorbed decode ((2 r + rope) / 2)")
+    if s.window_layers:
+        out.append(f"sliding window: {s.window_layers} of {s.layers} layers keep at most {s.sliding_window} tokens (FX70), in memory, "
+                   "reads, attention FLOPs and the split's K/V transfer")
     if s.expert_params:
         out.append("MoE: instance = TP x EP GPUs, EP attention groups each hold batch / EP sequences; every expert's weights read each step "
                    "(a large batch routes to all); All2All F19 forward over NVLink inside the domain, else 50 GB/s scale-out")
     if len(s.modes) > 1:
-        out.append(f"split: prefill pool TP {s.tp_prefill or 'none meets TTFT'} (FX151 then the first valid TP meeting TTFT), sized by FX155 "
+        pool = f"prefill pool TP {s.tp_prefill}" if s.tp_prefill else "no prefill TP meets TTFT, so no split point does"
+        out.append(f"split: {pool} (FX151 then the first valid TP meeting TTFT), sized by FX155 "
                    f"(fluid, per GPU) and FX87 (fleet); KV transfer prompt x F8 / {s.kv_link_bw / 1e9:g} GB/s is TTFT queue time"
                    + (f" ({SCALEOUT_SOURCE})" if s.kv_link_bw == 50e9 else ""))
     out.append({"all": "pruning: batches above FX134's bound are not evaluated; split points the pd-disaggregation tree does not send to "

@@ -7,8 +7,9 @@ the tie-break everywhere.
 
 Per point, decode instance of g = TP x EP GPUs (compiled formulas, NumPy twins, no sympy):
   weights per GPU  F6 (bytes per weight of --weights) of the dense part / TP + F6 of the routed experts / (TP x EP)
-  KV per token     F8 over TP; each of the EP attention groups holds batch / EP sequences (EP divides the batch)
-  memory           weights + batch/EP x (prompt + output) x KV per GPU <= F7 usable
+  KV per token     F8 over TP (an MLA latent whole on every rank, FX73); sliding-window layers hold at most the window (FX70);
+                   each of the EP attention groups holds batch / EP sequences (EP divides the batch)
+  memory           weights + batch/EP x FX70 K/V of a request at prompt + output tokens, per GPU <= F7 usable
   decode step      FX75 roofline = max(FX131 compute at MFU, FX132 HBM reads at MBU), context prompt + output/2
                    + TP all-reduces FX704 = FX703 (2 L) x FX50 ring all-reduce of FX702's message (FX1 wire bytes)
                      over the device's NVLink bandwidth x F20's efficiency
@@ -81,6 +82,21 @@ class ServeSpace:
     precision: str = "bf16"  # the matrix path of peak (--precision)
     weights: str = "bf16"  # the weights' storage format, for the notes
     kv_cache: str = "bf16"  # the K/V cache's storage format, for the notes
+    # MLA (attention == "mla"): the latent per token and layer, replicated on every TP rank (FX73)
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    # the head width FX30's attention term takes for prefill and decode (0: head_dim); MLA prefill runs
+    # expanded ((nope + rope + v) / 2: QK over nope + rope, PV over v), decode absorbed ((2 r + rope) / 2)
+    attn_dim_prefill: float = 0.0
+    attn_dim_decode: float = 0.0
+    # sliding-window layers (FX70): window_layers of the layers keep at most sliding_window tokens
+    window_layers: int = 0
+    sliding_window: int = 0
+    moe_layers: int = 0  # layers with routed experts (0: all), for the EP All2All
+    # a checkpoint stored in a block-scaled format (the record's storage block, gpt-oss's MXFP4 experts): bytes per
+    # routed-expert weight and the stored total, the dense part being the rest (0: bytes_param for everything)
+    bytes_param_expert: float = 0.0
+    stored_weight_bytes: float = 0.0
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -116,12 +132,27 @@ def constants(s: ServeSpace, f: _Formulas | None = None) -> dict:
     f = f or _Formulas(s.root)
     L, a, d = float(s.layers), float(s.heads), float(s.head_dim)
     ctx = s.prompt + s.output / 2
-    kv = f("F8", s.attention, layers=L, kv_heads=float(s.kv_heads), heads=a, head_dim=d, kv_bytes=s.kv_bytes)
-    out = dict(kv_token=kv, ctx=ctx, usable=f("F7", hbm_capacity=s.hbm),
-               flops_prefill=f("FX30", "include", params_active=s.params_active, layers=L, seq_len=float(s.prompt), heads=a, head_dim=d),
-               flops_decode=f("FX30", "include", params_active=s.params_active, layers=L, seq_len=ctx, heads=a, head_dim=d),
-               w_dense=f("F6", "same", params=s.params - s.expert_params, bytes_param=s.bytes_param), transfer=s.prompt * kv / s.kv_link_bw)
-    out["w_expert"] = f("F6", "same", params=s.expert_params, bytes_param=s.bytes_param) if s.expert_params else 0.0
+    kv = f("F8", s.attention, layers=L, kv_heads=float(s.kv_heads), heads=a, head_dim=d, kv_bytes=s.kv_bytes,
+           kv_lora_rank=float(s.kv_lora_rank), qk_rope_head_dim=float(s.qk_rope_head_dim))
+
+    def request(n: float) -> float:  # FX70: K/V bytes of one request at n tokens (sliding layers hold at most the window)
+        return float(f("FX70", kv_bytes_per_token=kv, layers=L, window_layers=float(s.window_layers), context_tokens=n,
+                       sliding_window=float(s.sliding_window or n)))
+
+    def attended(n: float) -> float:  # tokens a query attends, averaged over the layers
+        return request(n) / kv
+
+    out = dict(kv_token=kv, ctx=ctx, usable=f("F7", hbm_capacity=s.hbm), kv_request=request(s.prompt + s.output), kv_prompt=request(s.prompt),
+               kv_token_mean=request(ctx) / ctx,  # bytes per context token at the mean context, what a decode step reads per token
+               flops_prefill=f("FX30", "include", params_active=s.params_active, layers=L, seq_len=attended(s.prompt), heads=a,
+                               head_dim=s.attn_dim_prefill or d),
+               flops_decode=f("FX30", "include", params_active=s.params_active, layers=L, seq_len=attended(ctx), heads=a,
+                              head_dim=s.attn_dim_decode or d),
+               w_dense=f("F6", "same", params=s.params - s.expert_params, bytes_param=s.bytes_param))
+    out["transfer"] = out["kv_prompt"] / s.kv_link_bw
+    out["w_expert"] = f("F6", "same", params=s.expert_params, bytes_param=s.bytes_param_expert or s.bytes_param) if s.expert_params else 0.0
+    if s.stored_weight_bytes:  # FX652: the record's stored total, the routed experts at their format, the rest what remains
+        out["w_dense"] = s.stored_weight_bytes - out["w_expert"]
     if s.tp_prefill:
         tpp = float(s.tp_prefill)
         out["prefill_split"] = f("FX74", "per_token", infer_flops_per_token=out["flops_prefill"], prompt_tokens=float(s.prompt), tp_size=tpp,
@@ -130,13 +161,18 @@ def constants(s: ServeSpace, f: _Formulas | None = None) -> dict:
     return out
 
 
+def kv_share(s: ServeSpace, tp):
+    """The share of a request's K/V one TP rank holds (FX73): 1/TP of the KV heads (TP divides them), the whole MLA latent."""
+    return 1.0 if s.attention == "mla" else 1.0 / tp
+
+
 def bound(s: ServeSpace, tp, ep, c: dict, f: _Formulas) -> np.ndarray:
     """FX134 (tpot_target): the largest batch whose step (FX131 and FX132 alone) meets the TPOT target,
     per (TP, EP), as (floor + 1) x EP sequences per instance. Every evaluated TPOT is at least that step, so no batch
     above it can meet the target."""
     w_gpu = c["w_dense"] / tp + c["w_expert"] / (tp * ep)
     per_group = f("FX134", "tpot_target", hbm_bandwidth=s.hbm_bw, mbu=s.mbu, tpot_target=s.tpot, weight_bytes=w_gpu, tp_size=1.0,
-                  context_tokens=c["ctx"], kv_bytes_per_token_per_gpu=c["kv_token"] / tp, peak_flops=s.peak * tp, mfu=s.mfu,
+                  context_tokens=c["ctx"], kv_bytes_per_token_per_gpu=c["kv_token_mean"] * kv_share(s, tp), peak_flops=s.peak * tp, mfu=s.mfu,
                   infer_flops_per_token=c["flops_decode"], max_concurrent_requests=float(max(s.batch)))
     return (np.asarray(per_group, dtype=float) + 1) * ep  # batch / EP <= x < floor(x) + 1 per attention group
 
@@ -157,8 +193,8 @@ def evaluate(s: ServeSpace, start: int, stop: int, f: _Formulas | None = None) -
     tp, ep, B, split = p["tp"], p["ep"], p["batch"], p["mode"] == 1
     g = tp * ep
     w_gpu = c["w_dense"] / tp + c["w_expert"] / (tp * ep)
-    kv_gpu = c["kv_token"] / tp
-    memory = w_gpu + B / ep * (s.prompt + s.output) * kv_gpu
+    kv_gpu = c["kv_token_mean"] * kv_share(s, tp)  # per context token at the mean context, per GPU
+    memory = w_gpu + B / ep * c["kv_request"] * kv_share(s, tp)
     compute = f("FX131", decode_batch=B / ep, infer_flops_per_token=c["flops_decode"], tp_size=tp, peak_flops=s.peak, mfu=s.mfu)
     reads = f("FX132", weight_bytes=w_gpu, tp_size=1.0, decode_batch=B / ep, context_tokens=c["ctx"], kv_bytes_per_token_per_gpu=kv_gpu,
               hbm_bandwidth=s.hbm_bw, mbu=s.mbu)
@@ -166,7 +202,7 @@ def evaluate(s: ServeSpace, start: int, stop: int, f: _Formulas | None = None) -
     tp_comm = _allreduce(f, s, B / ep, tp)
     if s.expert_params:
         ep_bw = np.where(g <= s.nvlink_domain, s.nvlink_bw, s.scaleout_bw)
-        ep_bytes = f("F19", comm_passes=1, top_k=float(s.top_k), hidden=float(s.hidden), ep_size=ep) * B / ep * s.layers
+        ep_bytes = f("F19", comm_passes=1, top_k=float(s.top_k), hidden=float(s.hidden), ep_size=ep) * B / ep * (s.moe_layers or s.layers)
         ep_comm = f("F20", "nominal_discount", comm_bytes=ep_bytes, nominal_bandwidth=ep_bw, bandwidth_efficiency=f.default("F20", "bandwidth_efficiency"),
                     comm_latency=0.0)
     else:
@@ -213,5 +249,5 @@ def tree_leaves(s: ServeSpace, c: dict, prefill_time, decode_step, serving_gpus)
 
     n = len(prefill_time)
     columns = dict(prefill_time=prefill_time, decode_step_time=decode_step, tpot_slo=np.full(n, s.tpot), serving_gpus=serving_gpus,
-                   prompt_tokens=np.full(n, float(s.prompt)), kv_bytes_per_token=np.full(n, c["kv_token"]), kv_link_bandwidth=np.full(n, s.kv_link_bw))
+                   prompt_tokens=np.full(n, float(s.prompt)), kv_bytes_per_token=np.full(n, c["kv_prompt"] / s.prompt), kv_link_bandwidth=np.full(n, s.kv_link_bw))
     return runner(s.root, "pd-disaggregation").walk_many({"latency_slo": "interactive"}, columns)
