@@ -208,12 +208,14 @@ def serve(args) -> int:
                    weights=args.weights, kv_cache=args.kv_cache, precision=args.precision)
     if args.svg:
         _svg(r.front, args.svg)
+    after = r.pruned_tree - r.pruned_early
     pruned = (f"pruned {r.pruned_bound + r.pruned_tree:,} of {r.points:,} points: {r.pruned_bound:,} by FX134's TPOT batch bound, "
-              f"{r.pruned_tree:,} split points by the pd-disaggregation tree"
-              + (f" ({', '.join(f'{k} {v:,}' for k, v in sorted(r.tree_leaves.items()))})" if r.tree_leaves else ""))
+              f"{r.pruned_tree:,} split points by the pd-disaggregation tree ("
+              + (f"{r.pruned_early:,} before evaluation, where {' and '.join(r.early_conditions)} fails for their TP x EP; " if r.early_conditions else "")
+              + f"{after:,} after" + (f": {', '.join(f'{k} {v:,}' for k, v in sorted(r.tree_leaves.items()))}" if r.tree_leaves else "") + ")")
     if args.format == "json":
         emit(to_json({"points": r.points, "feasible": r.feasible, "pruned_bound": r.pruned_bound, "pruned_tree": r.pruned_tree,
-                      "tree_leaves": r.tree_leaves, "tp_prefill": r.tp_prefill, "front": list(r.front), "best": r.best, "cheapest": r.cheapest,
+                      "pruned_early": r.pruned_early, "early_conditions": list(r.early_conditions), "tree_leaves": r.tree_leaves, "tp_prefill": r.tp_prefill, "front": list(r.front), "best": r.best, "cheapest": r.cheapest,
                       "min_gpus": r.min_gpus, "replicas": r.replicas, "tiles": r.tiles, "executor": r.executor, "assumptions": list(r.assumptions)}))
         return 0
     rows = _serve_rows(r.front)

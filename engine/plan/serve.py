@@ -29,8 +29,10 @@ class ServePlan:
     rows: tuple[dict, ...] = ()  # every point meeting memory and both targets (keep_rows only)
     cheapest: dict | None = None
     pruned_bound: int = 0
-    pruned_tree: int = 0
-    tree_leaves: dict = field(default_factory=dict)
+    pruned_tree: int = 0  # split points the pd-disaggregation tree rules out (pruned_early of them before evaluation)
+    tree_leaves: dict = field(default_factory=dict)  # the leaves of the points ruled out after evaluation
+    pruned_early: int = 0
+    early_conditions: tuple[str, ...] = ()  # the tree's branch conditions decided before evaluation
     tp_prefill: int = 0
     tiles: int = 1
     executor: str = "serial"
@@ -192,7 +194,8 @@ def tile(args: tuple) -> dict:
     t = evaluate(s, start, stop)
     ok = np.flatnonzero(t["ok"])
     rows = [_row(t, i, s) for i in ok]
-    out = dict(points=t["points"], feasible=len(rows), pruned_bound=t["pruned_bound"], pruned_tree=t["pruned_tree"], tree_leaves=t["tree_leaves"],
+    out = dict(points=t["points"], feasible=len(rows), pruned_bound=t["pruned_bound"], pruned_tree=t["pruned_tree"] + t["pruned_early"], tree_leaves=t["tree_leaves"],
+               pruned_early=t["pruned_early"], early_conditions=t["early_edges"],
                front=pareto(rows), best=min(rows, key=_best_key, default=None), cheapest=min(rows, key=_cheap_key, default=None))
     out["rows"] = rows if keep_rows else []
     return out
@@ -224,7 +227,8 @@ def plan_serve(root, model: str, device: str, *, executor: str = "serial", worke
     return ServePlan(points=sum(p["points"] for p in parts), feasible=sum(p["feasible"] for p in parts), front=tuple(front), best=best,
                      min_gpus=cheapest["fleet_gpus"] if cheapest else None, replicas=cheapest["replicas"] if cheapest else None,
                      assumptions=notes(s), rows=tuple(rows), cheapest=cheapest, pruned_bound=sum(p["pruned_bound"] for p in parts),
-                     pruned_tree=sum(p["pruned_tree"] for p in parts), tree_leaves=merged_leaves, tp_prefill=s.tp_prefill, tiles=len(work),
+                     pruned_tree=sum(p["pruned_tree"] for p in parts), tree_leaves=merged_leaves,
+                     pruned_early=sum(p["pruned_early"] for p in parts), early_conditions=next((p["early_conditions"] for p in parts if p["early_conditions"]), ()), tp_prefill=s.tp_prefill, tiles=len(work),
                      executor=str(executor))
 
 
@@ -259,7 +263,9 @@ def notes(s: ServeSpace) -> tuple[str, ...]:
                    f"(fluid, per GPU) and FX87 (fleet); KV transfer prompt x F8 / {s.kv_link_bw / 1e9:g} GB/s is TTFT queue time"
                    + (f" ({SCALEOUT_SOURCE})" if s.kv_link_bw == 50e9 else ""))
     out.append({"all": "pruning: batches above FX134's bound are not evaluated; split points the pd-disaggregation tree does not send to "
-                       "'disaggregate' are dropped (a recommendation, not a bound: --prune bound keeps them)",
+                       "'disaggregate' are dropped (a recommendation, not a bound: --prune bound keeps them): a route's edges that the "
+                       "prompt, its K/V, the link and the TP x EP prefill decide (the transfer boundary prompt x F8 / link = prefill time) "
+                       "before the batch terms are computed, the rest by the tree's numeric walk after",
                 "bound": "pruning: batches above FX134's bound only (it never changes the result)",
                 "none": "no pruning: every point evaluated"}[s.prune])
     return tuple(out)

@@ -189,6 +189,11 @@ def evaluate(s: ServeSpace, start: int, stop: int, f: _Formulas | None = None) -
         pruned_bound, keep = int(over.sum()), keep & ~over
     if s.tp_prefill == 0:  # no prefill pool meets TTFT: the split is infeasible, not pruned
         keep &= p["mode"] == 0
+    pruned_early, early_edges = 0, ()
+    if s.prune == "all" and keep.any() and (p["mode"][keep] == 1).any():
+        ruled, early_edges = tree_early(s, c, {k: v[keep] for k, v in p.items()}, f)
+        pruned_early = int(ruled.sum())
+        keep[np.flatnonzero(keep)[ruled]] = False
     p = {k: v[keep] for k, v in p.items()}
     tp, ep, B, split = p["tp"], p["ep"], p["batch"], p["mode"] == 1
     g = tp * ep
@@ -210,8 +215,7 @@ def evaluate(s: ServeSpace, start: int, stop: int, f: _Formulas | None = None) -
     decode_step = step + tp_comm + ep_comm
     chunk = f("FX74", "per_token", infer_flops_per_token=c["flops_prefill"], prompt_tokens=B * s.prompt / s.output, tp_size=g, peak_flops=s.peak, mfu=s.mfu)
     tpot = f("FX78", "standard", decode_step_time=np.where(split, decode_step, decode_step + chunk))
-    prefill_colo = f("FX74", "per_token", infer_flops_per_token=c["flops_prefill"], prompt_tokens=float(s.prompt), tp_size=g, peak_flops=s.peak,
-                     mfu=s.mfu) + _allreduce(f, s, float(s.prompt), tp)
+    prefill_colo = _prefill_colo(f, s, c, tp, g)
     ttft = np.where(split, c.get("ttft_split", np.inf), f("FX77", queue_time=0.0, prefill_time=prefill_colo))
     e2e = f("FX79", ttft=np.where(split, 0.0, ttft), output_len=float(s.output), tpot=tpot)
     goodput = f("FX138", "decode_slots", qps=1.0, avg_output_tokens=float(s.output), decode_batch=B, concurrency=f("FX81", qps=1.0, e2e_latency=e2e))
@@ -240,7 +244,48 @@ def evaluate(s: ServeSpace, start: int, stop: int, f: _Formulas | None = None) -
         leaves = {str(k): int(v) for k, v in zip(*np.unique(leaf[leaf != "disaggregate"], return_counts=True), strict=True)}
         out = {k: v[~ruled] for k, v in out.items()}
     out["pruned_bound"], out["pruned_tree"], out["tree_leaves"], out["points"] = pruned_bound, pruned_tree, leaves, stop - start
+    out["pruned_early"], out["early_edges"] = pruned_early, early_edges
     return out
+
+
+# what a split point's pd-disaggregation inputs are before its batch terms are computed: the prompt, its K/V and
+# the link are constants of the search, the co-located prefill depends on TP x EP alone (the rest need the batch)
+EARLY = ("prompt_tokens", "kv_bytes_per_token", "kv_link_bandwidth", "tpot_slo", "prefill_time")
+
+
+def _prefill_colo(f: _Formulas, s: ServeSpace, c: dict, tp, g):
+    """FX74's prefill of one prompt on the co-located instance of g GPUs, with its TP all-reduces."""
+    return f("FX74", "per_token", infer_flops_per_token=c["flops_prefill"], prompt_tokens=float(s.prompt), tp_size=g, peak_flops=s.peak,
+             mfu=s.mfu) + _allreduce(f, s, float(s.prompt), tp)
+
+
+def tree_early(s: ServeSpace, c: dict, p: dict, f: _Formulas) -> tuple[np.ndarray, tuple[str, ...]]:
+    """The split points ruled out before evaluation: on every route of the pd-disaggregation tree to
+    'disaggregate', some edge decided by EARLY inputs alone fails (the transfer boundary, prompt x F8 / link =
+    prefill time, is one: beyond it the tree says transfer-bound whatever the batch). Returns the mask over
+    ``p``'s points and the conditions of the edges used."""
+    from engine.trees.runner import runner
+
+    tree = runner(s.root, "pd-disaggregation")
+    routes = tree.routes_to("disaggregate", {"latency_slo": "interactive"})
+    early = [[e for e in route if tree.edge_symbols(e) <= set(EARLY) | set(tree.tree.parameters)] for route in routes]
+    split = p["mode"] == 1
+    ruled = np.zeros(split.shape, dtype=bool)
+    if not any(early) or not split.any():
+        return ruled, ()
+    tp, g = p["tp"][split], p["tp"][split] * p["ep"][split]
+    n = len(tp)
+    columns = dict(prompt_tokens=np.full(n, float(s.prompt)), kv_bytes_per_token=np.full(n, c["kv_prompt"] / s.prompt),
+                   kv_link_bandwidth=np.full(n, s.kv_link_bw), tpot_slo=np.full(n, s.tpot), prefill_time=_prefill_colo(f, s, c, tp, g))
+    reach = np.zeros(n, dtype=bool)
+    for edges in early:
+        holds = np.ones(n, dtype=bool)
+        for e in edges:
+            holds &= tree.edge_holds(e, columns)
+        reach |= holds
+    ruled[np.flatnonzero(split)] = ~reach
+    texts = tuple(dict.fromkeys(tree.tree.nodes[n].branches[i].when if i is not None else f"{n}: otherwise" for edges in early for n, i in edges))
+    return ruled, texts
 
 
 def tree_leaves(s: ServeSpace, c: dict, prefill_time, decode_step, serving_gpus) -> list[str]:

@@ -248,10 +248,7 @@ class Runner:
     def _route(self, count: int, base: dict, answers: dict) -> list[str]:
         import numpy as np
 
-        if not hasattr(self, "_np_conds"):
-            names = self.symbols.names()
-            self._np_conds = {k: _numpy_condition(b.when, names) for k, b in
-                              ((key, self.tree.nodes[key[0]].branches[key[1]]) for key in self.conds)}
+        self._numpy_conds()
         keys = list(self.tree.nodes) + list(self.tree.leaves)
         code = {k: i for i, k in enumerate(keys)}
         at = np.full(count, code[self.tree.start])
@@ -274,6 +271,67 @@ class Runner:
                     raise EvaluationError(self.tree.id, f"node {node.id}: no branch holds for some points (a gap; run aiinfra tree check)")
                 at[mask] = nxt[mask]
         return [keys[i] for i in at]
+
+    def routes_to(self, leaf: str, answers: dict[str, str]) -> list[list[tuple[str, int | None]]]:
+        """Every root-to-leaf route to ``leaf`` under the categorical ``answers`` (an unanswered ask
+        follows all its options): each a list of (test node, branch index, None for ``otherwise``).
+        A leaf's region is the union over its routes of each route's edges holding together (the
+        tree's regions as ``aiinfra tree check`` proves them: no gaps, no overlaps)."""
+        out: list[list[tuple[str, int | None]]] = []
+
+        def go(at: str, path: list) -> None:
+            if at in self.tree.leaves:
+                if at == leaf:
+                    out.append(path)
+                return
+            node = self.tree.nodes[at]
+            if node.kind == "ask":
+                for option, target in node.options:
+                    if answers.get(node.input, option) == option:
+                        go(target, path)
+                return
+            for i, b in enumerate(node.branches):
+                go(b.to, [*path, (node.id, i)])
+            if node.otherwise:
+                go(node.otherwise, [*path, (node.id, None)])
+
+        go(self.tree.start, [])
+        return out
+
+    def edge_symbols(self, edge: tuple[str, int | None]) -> set[str]:
+        """The numeric symbols deciding one edge (its branch and every earlier branch of the node)."""
+        node = self.tree.nodes[edge[0]]
+        last = len(node.branches) - 1 if edge[1] is None else edge[1]
+        return {n for i in range(last + 1) for n in self.conds[(node.id, i)][0]}
+
+    def edge_holds(self, edge: tuple[str, int | None], columns: dict[str, object]):
+        """Whether a walk takes ``edge`` at each point: its branch holds and no earlier one does (the
+        first true branch wins), or none holds for ``otherwise``. ``columns`` are NumPy arrays in the
+        symbols' declared units, one per name of :meth:`edge_symbols`."""
+        import numpy as np
+
+        self._numpy_conds()
+        node = self.tree.nodes[edge[0]]
+        count = max(np.size(v) for v in columns.values())
+        base = {}
+        for n in self.edge_symbols(edge):  # a tree parameter not in the columns keeps its declared value
+            value = columns[n] if n in columns or self.symbols.info(n)["kind"] != "parameter" else self.symbols.info(n)["default"]
+            base[n] = np.asarray(value, dtype=float) * self.symbols.scale(n) * np.ones(count)
+        earlier = np.zeros(count, dtype=bool)
+        last = len(node.branches) if edge[1] is None else edge[1]
+        for i in range(last):
+            used, fn = self._np_conds[(node.id, i)]
+            earlier |= np.asarray(fn(*[base[n] for n in used]), dtype=bool)
+        if edge[1] is None:
+            return ~earlier
+        used, fn = self._np_conds[(node.id, edge[1])]
+        return ~earlier & np.asarray(fn(*[base[n] for n in used]), dtype=bool)
+
+    def _numpy_conds(self) -> None:
+        if not hasattr(self, "_np_conds"):
+            names = self.symbols.names()
+            self._np_conds = {k: _numpy_condition(b.when, names) for k, b in
+                              ((key, self.tree.nodes[key[0]].branches[key[1]]) for key in self.conds)}
 
     def _hint(self, exc: _Missing, given: dict) -> InputError:
         """A missing chain input, with the declared produced inputs that would make it unnecessary."""

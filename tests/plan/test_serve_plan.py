@@ -111,12 +111,37 @@ def test_tree_prunes_split_points_a_whole_prefill_fits():
     kept = plan_serve(".", "llama-3.1-8b", "h100-sxm", prune="bound", **ARGS)
     tree = plan_serve(".", "llama-3.1-8b", "h100-sxm", prune="all", **ARGS)
     assert tree.pruned_tree > 0 and tree.tree_leaves.get("colocate", 0) > 0
-    assert sum(tree.tree_leaves.values()) == tree.pruned_tree
+    assert sum(tree.tree_leaves.values()) == tree.pruned_tree - tree.pruned_early
     assert any(r["mode"] == "split" and r["tp"] == 1 and r["batch"] == 1 for r in kept.rows)
     assert not any(r["mode"] == "split" and r["tp"] == 1 and r["batch"] == 1 for r in tree.rows)
     missing = [r for r in kept.rows if r not in tree.rows]
     assert missing and all(r["mode"] == "split" for r in missing)
     assert all(r in kept.rows for r in tree.rows)
+
+
+def test_transfer_boundary_prunes_before_evaluation(monkeypatch):
+    # 8,192-token prompts over a 5 GB/s K/V link: moving one prompt's cache takes 8192 x 131,072 B / 5e9 B/s = 0.2147 s.
+    # The co-located prefill (FX74, FX30 include: 2 (N + 2 x 32 x 8192 x 32 x 128) x 8192 / (989.4e12 x 0.405) = 0.416 s at TP 1)
+    # plus its 2 L = 64 FX50 ring all-reduces of 8192 x 4096 x 2 B = 67,108,864 B over 450 GB/s x 0.7:
+    #   TP 2: 0.416 / 2 + 64 x (1/2 x 2 x 67.1e6 / 315e9 + 2 x 20 us) = 0.208 + 0.0162 = 0.224 s > 0.2147: the tree may still split
+    #   TP 4: 0.104 + 64 x (3/4 x 2 x 67.1e6 / 315e9 + 6 x 20 us) = 0.104 + 0.0281 = 0.132 s < 0.2147: transfer-bound at any batch
+    #   TP 8: 0.052 + 64 x (7/8 x 2 x 67.1e6 / 315e9 + 14 x 20 us) = 0.052 + 0.0418 = 0.094 s: transfer-bound
+    # so the 2 TPs x 16 batches of split points at TP 4 and 8 are dropped before their batch terms are computed
+    args = dict(prompt=8192, output=512, ttft=2.0, tpot=0.05, max_batch=16, kv_link_bandwidth=5e9, qps=20)
+    early = plan_serve(".", "llama-3.1-8b", "h100-sxm", prune="all", **args)
+    assert early.pruned_bound == 0 and early.tp_prefill >= 1
+    assert early.pruned_early == 2 * 16
+    assert early.early_conditions == ("prompt_tokens * kv_bytes_per_token / kv_link_bandwidth <= prefill_time",)
+    assert not any(r["mode"] == "split" and r["tp"] >= 4 for r in early.rows)
+    assert any(r["mode"] == "split" and r["tp"] == 2 for r in early.rows)  # just inside the boundary
+    # the same tree walked after evaluation (nothing decided early) gives the same points, front and best
+    import engine.plan.serve_eval as serve_eval
+
+    monkeypatch.setattr(serve_eval, "EARLY", ())
+    late = plan_serve(".", "llama-3.1-8b", "h100-sxm", prune="all", **args)
+    assert late.pruned_early == 0 and late.pruned_tree == early.pruned_tree
+    assert (late.rows, late.front, late.best, late.min_gpus) == (early.rows, early.front, early.best, early.min_gpus)
+    assert sum(late.tree_leaves.values()) == late.pruned_tree
 
 
 def test_process_pool_equals_serial():
