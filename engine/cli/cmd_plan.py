@@ -43,9 +43,11 @@ def _float(text: str) -> float:
 def add_parsers(verbs, Parser, shared) -> None:
     import argparse
 
-    p = verbs.add_parser("plan", help="search TP x CP x PP x DP (x EP) x micro-batch x ZeRO x recompute for training",
+    p = verbs.add_parser("plan", help="search parallel layouts: training (TP x CP x PP x DP x EP ...) or serving (plan serve)",
                          description="Search the parallel layouts of a training job: memory per GPU (F4, FX104, F7), step time "
-                                     "(F1, FX412, F13, F15-F20, FX720); print the fastest that fit, the binding constraint of each and why the best wins.",
+                                     "(F1, FX412, F13, F15-F20, FX720); print the fastest that fit, the binding constraint of each and why the best wins. "
+                                     "`plan serve`: co-located or prefill/decode-split serving instances of TP x EP x decode batch against TTFT and "
+                                     "TPOT targets (F6, F8, FX70, FX800, FX74-FX79, FX131-FX134, FX138); the Pareto front and the fewest GPUs.",
                          formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EXAMPLES)
     p.add_argument("mode", nargs="?", choices=("train", "serve"), default="train", help="train (default) or serve")
     p.add_argument("--model", required=True, metavar="ID", help="model id from knowledge/models, e.g. llama-3.1-70b")
@@ -184,8 +186,12 @@ def _serve_rows(front) -> list[dict]:
 def _layout(r: dict) -> str:
     text = f"{r['mode']} TP {r['tp']}" + (f" x EP {r['ep']}" if r["ep"] > 1 else "") + f", batch {r['batch']}"
     if r["mode"] == "split":
-        return text + f": {r['replicas']} decode replicas + {r['prefill_instances']} prefill instances of TP {r['tp_prefill']}"
-    return text + f": {r['replicas']} replicas"
+        return text + f": {_n(r['replicas'], 'decode replica')} + {_n(r['prefill_instances'], 'prefill instance')} of TP {r['tp_prefill']}"
+    return text + f": {_n(r['replicas'], 'replica')}"
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 def serve(args) -> int:

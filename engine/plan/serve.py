@@ -14,7 +14,7 @@ import numpy as np
 from engine.core.errors import InputError
 from engine.core.record import dataclass, field
 from engine.plan.evaluate import _Formulas
-from engine.plan.serve_eval import MODES, PRUNE, ServeSpace, constants, evaluate, kv_share
+from engine.plan.serve_eval import MODES, PRUNE, ServeSpace, constants, evaluate, on_gpu
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +80,9 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
     if kv_cache is not None:
         kv_bytes = storage.resolve(kv_cache, "--kv-cache", root).bytes
     storage.check_compute(w_fmt, precision)
-    mv = _preset(presets, root, model, None, "bf16", "--model")
+    hybrid = _hybrid(root, model)
+    # a hybrid's table (HYBRID_CALCULATORS): its attention layers as layers, as calc kv-concurrency reads it
+    mv = _preset(presets, root, model, None, "bf16", "--model", calculator="calc:kv-concurrency" if hybrid else None)
     dv = _preset(presets, root, None, device, precision, "--device")
     if mv.get("attention") not in ("gqa", "mha", "mla"):
         raise InputError("--model", f"{model}: plan serve counts GQA/MHA/MLA K/V caches only (this model's attention is {mv.get('attention')})")
@@ -93,8 +95,10 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
         shape = dict(head_dim=int(mv["head_dim"]))
     if mv.get("kv_layout") == "sliding_window":
         shape.update(window_layers=int(mv["window_layers"]), sliding_window=int(mv["sliding_window"]))
+    layers = int(hybrid.get("layers", mv["layers"]))
+    shape.update({k: v for k, v in hybrid.items() if k != "layers"})
     if experts and mv.get("n_dense_layers"):
-        shape["moe_layers"] = int(mv["layers"]) - int(mv["n_dense_layers"])
+        shape["moe_layers"] = layers - int(mv["n_dense_layers"])
     for need, what in (("peak_flops", f"dense {precision} peak"), ("hbm_capacity", "memory capacity"), ("hbm_bandwidth", "memory bandwidth"),
                        ("nominal_bandwidth", "scale-up interconnect bandwidth (interconnect.per_direction) for the TP all-reduces")):
         if need not in dv:
@@ -121,8 +125,8 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
     if experts:
         top_k = int(mv["top_k"])
         expert_params = (params - active) * experts / (experts - top_k)  # every routed expert the same size (as space.build)
-    tp = tuple(t for t in _divisors(heads, nvlink_domain) if kvh % t == 0)
-    base = dict(root=str(root), prompt=prompt, output=output, ttft=float(ttft), tpot=float(tpot), layers=int(mv["layers"]), hidden=int(mv["hidden"]),
+    tp = tuple(t for t in _divisors(heads, nvlink_domain) if kvh % t == 0 and all(n % t == 0 for n in shape.pop("state_heads", ())))
+    base = dict(root=str(root), prompt=prompt, output=output, ttft=float(ttft), tpot=float(tpot), layers=layers, hidden=int(mv["hidden"]),
                 heads=heads, kv_heads=kvh, attention=mv["attention"], params=params, params_active=active,
                 expert_params=expert_params, top_k=top_k, kv_bytes=float(kv_bytes), hbm=float(dv["hbm_capacity"]), hbm_bw=float(dv["hbm_bandwidth"]),
                 peak=float(dv["peak_flops"]), nvlink_bw=float(dv["nominal_bandwidth"]), scaleout_bw=SCALEOUT_BANDWIDTH, nvlink_domain=nvlink_domain,
@@ -135,6 +139,35 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
     if len(space.modes) > 1:
         space = ServeSpace(**dict(base, tp_prefill=_prefill_tp(space, f)))
     return space
+
+
+def _hybrid(root, model: str) -> dict:
+    """A hybrid record's layers for plan serve ({} for one kind of attention layer): all its layers, the attention ones
+    (K/V and FX30's attention term), its recurrent layers with FX800's state per layer at the state's default bytes
+    (engine.domain.state), the head counts TP must divide, and FX703's layers (Nemotron-H: one all-reduce per block).
+    DeepSeek's sparse and compressed attention are refused by name."""
+    from engine.domain import models, state
+
+    record = models.find(models.load_models(root), model)
+    d = record["derived"]
+    if d.get("sparse_attention") or d.get("compressed_attention"):
+        kind = "DeepSeek Sparse Attention (an indexer over every cached key, then top-k)" if d.get("sparse_attention") else \
+            "DeepSeek-V4's compressed attention (windows, compressed entries, an indexer)"
+        raise InputError("--model", f"{model}: {kind} is not sized by plan serve (its decode reads and FLOPs differ from dense attention); "
+                                    f"`aiinfra state --model {model}` gives its bytes per request")
+    if not models.is_hybrid(d):
+        return {}
+    size = state.default_state_bytes(record["config"])
+    rows = [r for r in state.request_state(record, 1, 2, root, size).rows if r.kind == "recurrent"]
+    lin, mamba = d.get("linear_attention") or {}, d.get("mamba") or {}
+    heads = (lin["key_heads"], lin["value_heads"]) if lin else (mamba["heads"], mamba["groups"])
+    layers = int(record["config"]["num_hidden_layers"])
+    out = dict(layers=layers, attn_layers=int(d["attention_layers"]), recurrent_layers=rows[0].layers,
+               state_bytes_layer=rows[0].bytes_per_request / rows[0].layers, state_heads=heads,
+               recurrent_kind=lin.get("kind", "mamba2") if lin else "mamba2", state_element_bytes=float(size))
+    if d.get("mlp_layers"):  # Nemotron-H: Mamba-2, attention and MLP blocks, one all-reduce each
+        out["allreduce_layers"] = layers / 2
+    return out
 
 
 def _stored_weights(root, model: str) -> dict:
@@ -162,7 +195,7 @@ def _prefill_tp(s: ServeSpace, f: _Formulas) -> int:
         if t < need:
             continue
         trial = constants(ServeSpace(**{**{k: getattr(s, k) for k in s.__slots__}, "tp_prefill": t}), f)
-        fits = (c["w_dense"] + c["w_expert"]) / t + c["kv_prompt"] * kv_share(s, t) <= c["usable"]
+        fits = (c["w_dense"] + c["w_expert"]) / t + on_gpu(s, c, "kv_prompt", t) <= c["usable"]
         if fits and trial["ttft_split"] <= s.ttft:
             return t
     return 0
@@ -251,6 +284,18 @@ def notes(s: ServeSpace) -> tuple[str, ...]:
         out.append(f"MLA: the latent ({s.kv_lora_rank} + {s.qk_rope_head_dim} per layer, F8) is held whole on every TP rank (FX73); FX30's attention "
                    f"term at width {s.attn_dim_prefill:g} for the expanded prefill ((nope + rope + v) / 2) and {s.attn_dim_decode:g} for the "
                    "absorbed decode ((2 r + rope) / 2)")
+    if s.recurrent_layers:
+        kind = {"gated_deltanet": "Gated DeltaNet", "kda": "KDA", "mamba2": "Mamba-2"}.get(s.recurrent_kind, s.recurrent_kind)
+        per_request = s.recurrent_layers * s.state_bytes_layer
+        elements = s.recurrent_layers * s.state_bytes_layer / s.state_element_bytes
+        share = 7 * elements / (2 * (s.params_active + 2 * (s.attn_layers or s.layers) * (s.prompt + s.output / 2) * s.heads * s.head_dim))
+        out.append(f"hybrid: {s.recurrent_layers} {kind} layers keep FX800's state, {per_request:,.0f} B per request at {s.state_element_bytes:g} B "
+                   f"per element (FX801), whatever the length, split over TP by heads; read and written back once per decode step (FX132) "
+                   f"and moved with the prompt's K/V in a split; K/V and FX30's attention term in the {s.attn_layers} attention layers only; "
+                   f"the state updates' own FLOPs (about 7 per state element per token, {share:.1%} of a decode token's FX30 here) are not counted")
+    if s.allreduce_layers:
+        out.append(f"TP all-reduces: one per block of the {s.layers} (Mamba-2, attention and MLP blocks each end in one), FX703 at "
+                   f"{s.allreduce_layers:g} layers")
     if s.window_layers:
         out.append(f"sliding window: {s.window_layers} of {s.layers} layers keep at most {s.sliding_window} tokens (FX70), in memory, "
                    "reads, attention FLOPs and the split's K/V transfer")

@@ -97,6 +97,14 @@ class ServeSpace:
     # routed-expert weight and the stored total, the dense part being the rest (0: bytes_param for everything)
     bytes_param_expert: float = 0.0
     stored_weight_bytes: float = 0.0
+    # hybrids (Gated DeltaNet, Mamba-2, KDA beside attention): attn_layers of the layers hold K/V and FX30's attention
+    # term (0: all), recurrent_layers keep FX800's fixed state per request, split over TP by heads
+    attn_layers: int = 0
+    recurrent_layers: int = 0
+    state_bytes_layer: float = 0.0
+    allreduce_layers: float = 0.0  # FX703's layers (0: layers); Nemotron-H's one all-reduce per block: blocks / 2
+    recurrent_kind: str = ""  # gated_deltanet | kda | mamba2, for the notes
+    state_element_bytes: float = 0.0  # bytes per recurrent-state element (4 where the config keeps it in float32), for the notes
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -124,13 +132,13 @@ def _allreduce(f: _Formulas, s: ServeSpace, tokens, tp):
     eff = f.default("F20", "bandwidth_efficiency")
     one = f("FX50", "allreduce", ranks=tp, step_latency=s.allreduce_latency, collective_wire_bytes=f("FX1", "allreduce", msg_bytes=msg, ranks=tp),
             eff_bandwidth=s.nvlink_bw * eff)
-    return f("FX704", tp_allreduce_count=f("FX703", comm_passes=1, layers=float(s.layers)), collective_time=one)
+    return f("FX704", tp_allreduce_count=f("FX703", comm_passes=1, layers=float(s.allreduce_layers or s.layers)), collective_time=one)
 
 
 def constants(s: ServeSpace, f: _Formulas | None = None) -> dict:
     """Terms that do not depend on the point (per-token FLOPs and KV, the split's prefill pool)."""
     f = f or _Formulas(s.root)
-    L, a, d = float(s.layers), float(s.heads), float(s.head_dim)
+    L, a, d = float(s.attn_layers or s.layers), float(s.heads), float(s.head_dim)  # L: the layers with K/V and attention
     ctx = s.prompt + s.output / 2
     kv = f("F8", s.attention, layers=L, kv_heads=float(s.kv_heads), heads=a, head_dim=d, kv_bytes=s.kv_bytes,
            kv_lora_rank=float(s.kv_lora_rank), qk_rope_head_dim=float(s.qk_rope_head_dim))
@@ -149,7 +157,11 @@ def constants(s: ServeSpace, f: _Formulas | None = None) -> dict:
                flops_decode=f("FX30", "include", params_active=s.params_active, layers=L, seq_len=attended(ctx), heads=a,
                               head_dim=s.attn_dim_decode or d),
                w_dense=f("F6", "same", params=s.params - s.expert_params, bytes_param=s.bytes_param))
-    out["transfer"] = out["kv_prompt"] / s.kv_link_bw
+    # FX801: a hybrid's recurrent state, the same at any length (its K/V part is kv_request/kv_prompt)
+    out["state"] = float(f("FX801", kv_bytes_per_request=0.0, recurrent_layers=float(s.recurrent_layers),
+                           recurrent_state_bytes_per_layer=s.state_bytes_layer)) if s.recurrent_layers else 0.0
+    out["handover"] = out["kv_prompt"] + out["state"]  # what a split moves per request: the prompt's K/V and the state
+    out["transfer"] = out["handover"] / s.kv_link_bw
     out["w_expert"] = f("F6", "same", params=s.expert_params, bytes_param=s.bytes_param_expert or s.bytes_param) if s.expert_params else 0.0
     if s.stored_weight_bytes:  # FX652: the record's stored total, the routed experts at their format, the rest what remains
         out["w_dense"] = s.stored_weight_bytes - out["w_expert"]
@@ -166,13 +178,25 @@ def kv_share(s: ServeSpace, tp):
     return 1.0 if s.attention == "mla" else 1.0 / tp
 
 
+def on_gpu(s: ServeSpace, c: dict, key: str, tp):
+    """One request's bytes on each GPU of its TP group: the K/V of ``key`` by FX73's share, the recurrent state
+    split by heads (TP divides them)."""
+    return c[key] * kv_share(s, tp) + c["state"] / tp
+
+
+def read_per_token(s: ServeSpace, c: dict, tp):
+    """FX132's bytes per context token a decode step reads for one sequence on each GPU: its K/V at the mean
+    context, plus the recurrent state read and written back once per step, spread over that context."""
+    return c["kv_token_mean"] * kv_share(s, tp) + 2 * c["state"] / (tp * c["ctx"])
+
+
 def bound(s: ServeSpace, tp, ep, c: dict, f: _Formulas) -> np.ndarray:
     """FX134 (tpot_target): the largest batch whose step (FX131 and FX132 alone) meets the TPOT target,
     per (TP, EP), as (floor + 1) x EP sequences per instance. Every evaluated TPOT is at least that step, so no batch
     above it can meet the target."""
     w_gpu = c["w_dense"] / tp + c["w_expert"] / (tp * ep)
     per_group = f("FX134", "tpot_target", hbm_bandwidth=s.hbm_bw, mbu=s.mbu, tpot_target=s.tpot, weight_bytes=w_gpu, tp_size=1.0,
-                  context_tokens=c["ctx"], kv_bytes_per_token_per_gpu=c["kv_token_mean"] * kv_share(s, tp), peak_flops=s.peak * tp, mfu=s.mfu,
+                  context_tokens=c["ctx"], kv_bytes_per_token_per_gpu=read_per_token(s, c, tp), peak_flops=s.peak * tp, mfu=s.mfu,
                   infer_flops_per_token=c["flops_decode"], max_concurrent_requests=float(max(s.batch)))
     return (np.asarray(per_group, dtype=float) + 1) * ep  # batch / EP <= x < floor(x) + 1 per attention group
 
@@ -198,8 +222,8 @@ def evaluate(s: ServeSpace, start: int, stop: int, f: _Formulas | None = None) -
     tp, ep, B, split = p["tp"], p["ep"], p["batch"], p["mode"] == 1
     g = tp * ep
     w_gpu = c["w_dense"] / tp + c["w_expert"] / (tp * ep)
-    kv_gpu = c["kv_token_mean"] * kv_share(s, tp)  # per context token at the mean context, per GPU
-    memory = w_gpu + B / ep * c["kv_request"] * kv_share(s, tp)
+    kv_gpu = read_per_token(s, c, tp)  # per context token at the mean context, per GPU
+    memory = w_gpu + B / ep * on_gpu(s, c, "kv_request", tp)
     compute = f("FX131", decode_batch=B / ep, infer_flops_per_token=c["flops_decode"], tp_size=tp, peak_flops=s.peak, mfu=s.mfu)
     reads = f("FX132", weight_bytes=w_gpu, tp_size=1.0, decode_batch=B / ep, context_tokens=c["ctx"], kv_bytes_per_token_per_gpu=kv_gpu,
               hbm_bandwidth=s.hbm_bw, mbu=s.mbu)
@@ -275,7 +299,7 @@ def tree_early(s: ServeSpace, c: dict, p: dict, f: _Formulas) -> tuple[np.ndarra
         return ruled, ()
     tp, g = p["tp"][split], p["tp"][split] * p["ep"][split]
     n = len(tp)
-    columns = dict(prompt_tokens=np.full(n, float(s.prompt)), kv_bytes_per_token=np.full(n, c["kv_prompt"] / s.prompt),
+    columns = dict(prompt_tokens=np.full(n, float(s.prompt)), kv_bytes_per_token=np.full(n, c["handover"] / s.prompt),
                    kv_link_bandwidth=np.full(n, s.kv_link_bw), tpot_slo=np.full(n, s.tpot), prefill_time=_prefill_colo(f, s, c, tp, g))
     reach = np.zeros(n, dtype=bool)
     for edges in early:
@@ -294,5 +318,5 @@ def tree_leaves(s: ServeSpace, c: dict, prefill_time, decode_step, serving_gpus)
 
     n = len(prefill_time)
     columns = dict(prefill_time=prefill_time, decode_step_time=decode_step, tpot_slo=np.full(n, s.tpot), serving_gpus=serving_gpus,
-                   prompt_tokens=np.full(n, float(s.prompt)), kv_bytes_per_token=np.full(n, c["kv_prompt"] / s.prompt), kv_link_bandwidth=np.full(n, s.kv_link_bw))
+                   prompt_tokens=np.full(n, float(s.prompt)), kv_bytes_per_token=np.full(n, c["handover"] / s.prompt), kv_link_bandwidth=np.full(n, s.kv_link_bw))
     return runner(s.root, "pd-disaggregation").walk_many({"latency_slo": "interactive"}, columns)

@@ -113,9 +113,9 @@ def _cp_sizes(seq: int, cap: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _preset(presets, root, model, device, precision: str, field: str) -> dict:
+def _preset(presets, root, model, device, precision: str, field: str, calculator: str | None = None) -> dict:
     try:
-        return {k: v for k, (v, _) in presets.load(root, model, device, precision).items()}
+        return {k: v for k, (v, _) in presets.load(root, model, device, precision, calculator).items()}
     except InputError as exc:
         raise InputError("--precision" if exc.field == "--precision" else field, exc.message) from None
 

@@ -8,8 +8,8 @@ import pytest
 
 from engine.core.errors import InputError
 from engine.core.paths import shipped_root
-from engine.plan.serve import build_serve, notes
-from engine.plan.serve_eval import constants, kv_share
+from engine.plan.serve import build_serve, notes, plan_serve
+from engine.plan.serve_eval import constants, kv_share, on_gpu
 
 ROOT = shipped_root()
 
@@ -62,8 +62,65 @@ def test_gpt_oss_weights_as_stored():
     assert c8["w_dense"] + c8["w_expert"] == pytest.approx(s.params * 1.0, rel=1e-12)
 
 
-@pytest.mark.parametrize("model", ["qwen3-next-80b-a3b", "deepseek-v3.2", "nemotron-h-8b"])
-def test_hybrids_and_sparse_attention_refused_by_name(model):
+def test_gated_deltanet_hybrid_state_beside_the_attention_layers():
+    # Qwen/Qwen3.5-35B-A3B (config.json at the record's revision): 40 layers, 10 full attention (every 4th) with 2 KV heads
+    # of 256, 30 Gated DeltaNet layers of 16 key / 32 value heads of 128, conv kernel 4, mamba_ssm_dtype float32 (4 B).
+    # FX800 per layer: state 32 x 128 x 128 x 4 B = 2,097,152 B, conv (4 - 1) x (2 x 16 x 128 + 32 x 128) x 4 B = 98,304 B,
+    # so 30 x 2,195,456 = 65,863,680 B per request at any length; K/V 10 x 2 x 2 x 256 x 2 B = 20,480 B per token
+    s = _space("qwen3.5-35b-a3b", "h200")
+    c = constants(s)
+    assert (s.layers, s.attn_layers, s.recurrent_layers) == (40, 10, 30)
+    assert c["state"] == 65_863_680 and c["kv_token"] == 20_480
+    assert c["kv_request"] == (4096 + 512) * 20_480  # the attention layers' K/V only
+    assert c["handover"] == 4096 * 20_480 + 65_863_680  # a split moves the prompt's K/V and the state
+    # TP divides the 16 heads, the 2 KV heads and the 16 / 32 recurrent heads: 1 or 2
+    assert s.tp == (1, 2)
+    # FX30's attention term in the 10 attention layers only: 2 x 2 x 10 x s x 16 x 256
+    assert c["flops_prefill"] - 2 * s.params_active == pytest.approx(2 * 2 * 10 * 4096 * 16 * 256, rel=1e-12)
+    assert any(n.startswith("hybrid: 30 Gated DeltaNet layers") for n in notes(s))
+
+
+def test_hybrid_point_by_hand():
+    # one co-located point of Qwen3.5-35B-A3B on H100 (80 GB, 3.35 TB/s): TP 2, EP 1, batch 4. N = 34,660,610,688 parameters
+    # (the record's checkpoint total, tests/domain/test_model_revisions.py), all on the instance in BF16 at EP 1
+    r = plan_serve(ROOT, "qwen3.5-35b-a3b", "h100-sxm", prompt=4096, output=512, ttft=2.0, tpot=0.2, mfu=0.4, max_batch=4, max_ep=1,
+                   prune="none", split=False)
+    row = next(x for x in r.rows if (x["tp"], x["ep"], x["batch"]) == (2, 1, 4))
+    n, kv, state = 34_660_610_688, 20_480, 65_863_680
+    # memory per GPU: half the weights, 4 requests of (4608 tokens of K/V + the state), each halved over TP 2
+    assert row["memory"] == pytest.approx(2 * n / 2 + 4 * (4608 * kv + state) / 2, rel=1e-12)
+    # FX132 reads per step: half the weights, 4 sequences' K/V at the mean context 4096 + 256, the state read and written
+    reads = (2 * n / 2 + 4 * (4352 * kv + 2 * state) / 2) / 3.35e12
+    compute = 4 * 2 * n / (2 * 989.4e12 * 0.4)  # FX131 as if every parameter were active (about 3B are): still below the reads
+    assert compute < reads and row["step"] == pytest.approx(reads, rel=1e-12)
+
+
+def test_mamba_hybrid_all_reduces_once_per_block():
+    # nvidia/Nemotron-H-8B-Base-8K: 52 blocks (24 Mamba-2, 4 attention, 24 MLP), hidden 4096, each block ends in one
+    # TP all-reduce: 52 per decode step, not 2 x 52. At TP 2, batch 8: FX702's message 8 x 4096 x 2 B = 65,536 B, an FX50
+    # ring 2 (2 - 1) x 20 us + 2 x 65,536 x (2 - 1) / 2 / (450 GB/s x 0.7)
+    r = plan_serve(ROOT, "nemotron-h-8b", "h100-sxm", prompt=1024, output=256, ttft=2.0, tpot=0.2, mfu=0.4, max_batch=8, prune="none",
+                   split=False)
+    row = next(x for x in r.rows if (x["tp"], x["batch"]) == (2, 8))
+    one = 2 * 1 * 20e-6 + 2 * 65_536 * 1 / 2 / (450e9 * 0.7)
+    assert row["tp_comm"] == pytest.approx(52 * one, rel=1e-12)
+    # FX800 Mamba-2 per layer: 128 heads x 64 x 128 state x 2 B = 2,097,152 B, conv 3 x (8192 + 2 x 8 x 128) x 2 B = 61,440 B:
+    # 24 x 2,158,592 = 51,806,208 B per request; TP must divide the 128 heads and the 8 groups (and 32 heads, 8 KV heads)
+    s = build_serve(ROOT, "nemotron-h-8b", "h100-sxm", prompt=1024, output=256, ttft=2.0, tpot=0.2, mfu=0.4)
+    assert constants(s)["state"] == 51_806_208 and s.tp == (1, 2, 4, 8)
+
+
+def test_kda_hybrid_latent_replicated_state_split():
+    # moonshotai/Kimi-Linear-48B-A3B-Instruct: 27 layers, 7 MLA (kv_lora_rank 512 + rope 64: 7 x 576 x 2 B = 8,064 B per
+    # token, whole on every rank, FX73) and 20 KDA layers (FX800: 22,446,080 B per request, split over TP by heads)
+    s = _space("kimi-linear-48b-a3b", "h200")
+    c = constants(s)
+    assert (c["kv_token"], c["state"]) == (8_064, 22_446_080)
+    assert on_gpu(s, c, "kv_request", 4) == pytest.approx(4608 * 8_064 + 22_446_080 / 4, rel=1e-12)
+
+
+@pytest.mark.parametrize("model", ["deepseek-v3.2", "deepseek-v4-flash"])
+def test_sparse_and_compressed_attention_refused_by_name(model):
     with pytest.raises(InputError) as exc:
         _space(model, "h200")
     assert exc.value.field == "--model" and model in exc.value.message
