@@ -44,10 +44,10 @@ def test_only_models_without_an_exact_count_fall_back_to_the_paper(models):
     # GPT-3's weights were never released; no exact OPT-13B count was reachable (see its record)
     rounded = sorted(m for m, r in models.items() if r["parameters"]["matches"] == "paper_rounded")
     assert rounded == ["model:gpt-3-175b", "model:opt-13b"]
-    # no count of a Qwen3.6 checkpoint was reachable: its total is computed, on the Qwen3.5-35B-A3B shape whose
-    # checkpoint count it equals (tests/domain/test_model_revisions.py)
+    # every other record reproduces an exact count; none is left computed without an official total
+    # (Qwen3.6-35B-A3B's is its index total_size, tests/domain/test_model_revisions.py)
     computed = sorted(m for m, r in models.items() if r["parameters"]["matches"] == "computed")
-    assert computed == ["model:qwen3.6-35b-a3b"]
+    assert computed == []
     assert {r["parameters"]["matches"] for r in models.values()} <= {"checkpoint", "model_card", "paper_rounded", "computed"}
 
 
