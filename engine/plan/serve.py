@@ -81,8 +81,9 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
         kv_bytes = storage.resolve(kv_cache, "--kv-cache", root).bytes
     storage.check_compute(w_fmt, precision)
     hybrid = _hybrid(root, model)
-    # a hybrid's table (HYBRID_CALCULATORS): its attention layers as layers, as calc kv-concurrency reads it
+    # a hybrid's or DSA's table (HYBRID_CALCULATORS): a hybrid's attention layers as layers, as calc kv-concurrency reads it
     mv = _preset(presets, root, model, None, "bf16", "--model", calculator="calc:kv-concurrency" if hybrid else None)
+    hybrid.pop("sparse", None)
     dv = _preset(presets, root, None, device, precision, "--device")
     if mv.get("attention") not in ("gqa", "mha", "mla"):
         raise InputError("--model", f"{model}: plan serve counts GQA/MHA/MLA K/V caches only (this model's attention is {mv.get('attention')})")
@@ -150,11 +151,16 @@ def _hybrid(root, model: str) -> dict:
 
     record = models.find(models.load_models(root), model)
     d = record["derived"]
-    if d.get("sparse_attention") or d.get("compressed_attention"):
-        kind = "DeepSeek Sparse Attention (an indexer over every cached key, then top-k)" if d.get("sparse_attention") else \
-            "DeepSeek-V4's compressed attention (windows, compressed entries, an indexer)"
-        raise InputError("--model", f"{model}: {kind} is not sized by plan serve (its decode reads and FLOPs differ from dense attention); "
-                                    f"`aiinfra state --model {model}` gives its bytes per request")
+    if d.get("compressed_attention"):
+        raise InputError("--model", f"{model}: DeepSeek-V4's compressed attention (windows, compressed entries, an indexer) is not sized by "
+                                    f"plan serve; `aiinfra state --model {model}` gives its bytes per request")
+    if d.get("sparse_attention"):  # DSA: FX888's indexer keys beside the latent, FX920's scoring, the top-k attended
+        from engine.domain.model_count import _Evaluator, formula_module
+
+        dsa = d["sparse_attention"]
+        layers = int(record["config"]["num_hidden_layers"])
+        return dict(sparse=True, index_heads=int(dsa["index_heads"]), index_head_dim=int(dsa["index_head_dim"]), index_topk=int(dsa["index_topk"]),
+                    index_bytes_per_token=float(_Evaluator(formula_module(root))("FX888", layers=layers, index_head_dim=int(dsa["index_head_dim"]))))
     if not models.is_hybrid(d):
         return {}
     size = state.default_state_bytes(record["config"])
@@ -296,6 +302,11 @@ def notes(s: ServeSpace) -> tuple[str, ...]:
     if s.allreduce_layers:
         out.append(f"TP all-reduces: one per block of the {s.layers} (Mamba-2, attention and MLP blocks each end in one), FX703 at "
                    f"{s.allreduce_layers:g} layers")
+    if s.index_topk:
+        out.append(f"DeepSeek Sparse Attention: every layer's indexer caches FX888's {s.index_bytes_per_token:g} B per token beside the latent "
+                   f"(both whole on every TP rank) and scores the whole context (FX920: {s.index_heads} heads of {s.index_head_dim}, counted at the "
+                   f"same rate as the rest though it runs in FP8); the main attention (FX30's term) and its latent reads cover the top "
+                   f"{s.index_topk} tokens only")
     if s.window_layers:
         out.append(f"sliding window: {s.window_layers} of {s.layers} layers keep at most {s.sliding_window} tokens (FX70), in memory, "
                    "reads, attention FLOPs and the split's K/V transfer")

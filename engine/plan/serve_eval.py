@@ -103,6 +103,12 @@ class ServeSpace:
     recurrent_layers: int = 0
     state_bytes_layer: float = 0.0
     allreduce_layers: float = 0.0  # FX703's layers (0: layers); Nemotron-H's one all-reduce per block: blocks / 2
+    # DeepSeek Sparse Attention: FX888's indexer keys per token (whole on every rank, as the latent), FX920's indexer
+    # FLOPs over the whole context, the main attention and its latent reads over the top-k entries only
+    index_bytes_per_token: float = 0.0
+    index_heads: int = 0
+    index_head_dim: int = 0
+    index_topk: int = 0
     recurrent_kind: str = ""  # gated_deltanet | kda | mamba2, for the notes
     state_element_bytes: float = 0.0  # bytes per recurrent-state element (4 where the config keeps it in float32), for the notes
 
@@ -143,19 +149,27 @@ def constants(s: ServeSpace, f: _Formulas | None = None) -> dict:
     kv = f("F8", s.attention, layers=L, kv_heads=float(s.kv_heads), heads=a, head_dim=d, kv_bytes=s.kv_bytes,
            kv_lora_rank=float(s.kv_lora_rank), qk_rope_head_dim=float(s.qk_rope_head_dim))
 
-    def request(n: float) -> float:  # FX70: K/V bytes of one request at n tokens (sliding layers hold at most the window)
+    def cache(n: float) -> float:  # FX70: K/V bytes of one request at n tokens (sliding layers hold at most the window)
         return float(f("FX70", kv_bytes_per_token=kv, layers=L, window_layers=float(s.window_layers), context_tokens=n,
                        sliding_window=float(s.sliding_window or n)))
 
-    def attended(n: float) -> float:  # tokens a query attends, averaged over the layers
-        return request(n) / kv
+    def request(n: float) -> float:  # with DSA's indexer keys (FX888) for every cached token
+        return cache(n) + s.index_bytes_per_token * n
 
+    def attended(n: float) -> float:  # tokens a query attends, averaged over the layers (DSA: the top-k)
+        return min(n, s.index_topk) if s.index_topk else cache(n) / kv
+
+    def flops(n: float, width: float) -> float:  # FX30 at the attended tokens, plus FX920's indexer over all n
+        out = float(f("FX30", "include", params_active=s.params_active, layers=L, seq_len=attended(n), heads=a, head_dim=width or d))
+        if s.index_topk:
+            out += float(f("FX920", layers=L, seq_len=n, index_heads=float(s.index_heads), index_head_dim=float(s.index_head_dim)))
+        return out
+
+    # a decode step reads, per sequence, the K/V it attends (DSA: the top-k latents) and every indexer key
+    read = kv * attended(ctx) + s.index_bytes_per_token * ctx if s.index_topk else cache(ctx)
     out = dict(kv_token=kv, ctx=ctx, usable=f("F7", hbm_capacity=s.hbm), kv_request=request(s.prompt + s.output), kv_prompt=request(s.prompt),
-               kv_token_mean=request(ctx) / ctx,  # bytes per context token at the mean context, what a decode step reads per token
-               flops_prefill=f("FX30", "include", params_active=s.params_active, layers=L, seq_len=attended(s.prompt), heads=a,
-                               head_dim=s.attn_dim_prefill or d),
-               flops_decode=f("FX30", "include", params_active=s.params_active, layers=L, seq_len=attended(ctx), heads=a,
-                              head_dim=s.attn_dim_decode or d),
+               kv_token_mean=read / ctx,  # bytes per context token at the mean context, what a decode step reads per token
+               flops_prefill=flops(s.prompt, s.attn_dim_prefill), flops_decode=flops(ctx, s.attn_dim_decode),
                w_dense=f("F6", "same", params=s.params - s.expert_params, bytes_param=s.bytes_param))
     # FX801: a hybrid's recurrent state, the same at any length (its K/V part is kv_request/kv_prompt)
     out["state"] = float(f("FX801", kv_bytes_per_request=0.0, recurrent_layers=float(s.recurrent_layers),

@@ -119,8 +119,24 @@ def test_kda_hybrid_latent_replicated_state_split():
     assert on_gpu(s, c, "kv_request", 4) == pytest.approx(4608 * 8_064 + 22_446_080 / 4, rel=1e-12)
 
 
-@pytest.mark.parametrize("model", ["deepseek-v3.2", "deepseek-v4-flash"])
-def test_sparse_and_compressed_attention_refused_by_name(model):
+def test_deepseek_sparse_attention_top_k_and_indexer():
+    # deepseek-ai/DeepSeek-V3.2 config.json: 61 layers, the V3 latent (512 + 64: 61 x 576 x 2 B = 70,272 B per token), an
+    # indexer of 64 heads x 128 per layer caching one FP8 key + FP32 scale per token (FX888: 61 x 132 = 8,052 B), top-k 2048
+    s = build_serve(ROOT, "deepseek-v3.2", "h200", prompt=32768, output=1024, ttft=5.0, tpot=0.05, mfu=0.4, weights="fp8", precision="fp8")
+    c = constants(s)
+    assert (s.index_topk, s.index_heads, s.index_head_dim, s.index_bytes_per_token) == (2048, 64, 128, 8052)
+    assert c["kv_request"] == (70_272 + 8_052) * (32768 + 1024)  # = 2,646,724,608 B: latent and indexer keys for every token
+    assert kv_share(s, 8) == 1.0  # both whole on every TP rank
+    ctx = 32768 + 1024 / 2  # 33,280
+    # a decode step reads the top 2048 latents and every indexer key: 70,272 x 2048 + 8,052 x 33,280 B per sequence
+    assert c["kv_token_mean"] * ctx == pytest.approx(70_272 * 2048 + 8_052 * 33_280, rel=1e-12)
+    # FX30's attention term over the 2048 selected tokens (absorbed width 544), FX920's indexer over the whole context
+    assert c["flops_decode"] - 2 * s.params_active == pytest.approx(4 * 61 * 2048 * 128 * 544 + 2 * 61 * 33_280 * 64 * 129, rel=1e-12)
+    assert c["flops_prefill"] - 2 * s.params_active == pytest.approx(4 * 61 * 2048 * 128 * 160 + 2 * 61 * 32_768 * 64 * 129, rel=1e-12)
+    assert any(n.startswith("DeepSeek Sparse Attention") for n in notes(s))
+
+
+def test_compressed_attention_refused_by_name():
     with pytest.raises(InputError) as exc:
-        _space(model, "h200")
-    assert exc.value.field == "--model" and model in exc.value.message
+        _space("deepseek-v4-flash", "h200")
+    assert exc.value.field == "--model" and "deepseek-v4-flash" in exc.value.message
