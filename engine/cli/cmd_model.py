@@ -113,6 +113,8 @@ def _document(d: dict, md: bool) -> str:
 def _kv_label(dv: dict) -> str:
     if dv.get("compressed_attention"):  # DeepSeek-V4: no per-token constant; the growth once the windows are full
         return "KV cache per token past the windows (BF16, FX899: compressed entries and indexer keys, averaged over the compress ratios)"
+    if dv.get("layerwise"):  # OpenELM: each layer's own K/V heads
+        return "KV cache per token (BF16, FX910: each layer's own K/V heads)"
     return f"KV cache per token (BF16, F8 {dv['attention']})"
 
 

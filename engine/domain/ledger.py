@@ -134,8 +134,8 @@ class _Pass:
         kda = (lin.get("kind") == "kda" and der.get("attention") == "mla" and not (der.get("mla") or {}).get("q_lora_rank")
                and not lin.get("full_rank_gate"))  # Kimi K3 (compressed queries, full-rank gates, latent MoE) has no template
         counted = lin.get("kind") == "gated_deltanet" or kda or bool(der.get("mamba"))
-        # DeepSeek-V4's compressed attention has no template either
-        why = outside_templates(der) if (is_hybrid(der) and not counted) or der.get("compressed_attention") else ""
+        # DeepSeek-V4's compressed attention has no template either, nor has a layer-wise model (OpenELM: a shape per layer)
+        why = outside_templates(der) if (is_hybrid(der) and not counted) or der.get("compressed_attention") or der.get("layerwise") else ""
         if why:
             raise InputError("--model", f"{record.get('id', 'this model')} is {why}: the forward ledger has no operator template "
                                         "for it yet, so it is refused rather than counted as plain attention; `aiinfra model show` "

@@ -113,6 +113,22 @@ def check_keys(cfg: dict, layout: Layout) -> None:
                                              "MoE or layer variant the importer does not understand")
 
 
+def rename(text: dict, layout: Layout) -> tuple[dict, list[str]]:
+    """A layout's own names of common keys (OpenELM's model_dim) read as the common ones, in file order, and a note saying so.
+
+    A file that gives both names of one key is refused: which of the two the model uses is not for the importer to guess."""
+    if not layout.renames:
+        return text, []
+    out = {}
+    for key, value in text.items():
+        common = layout.renames.get(key)
+        if common is not None and common in text:
+            raise InputError(key, f"and {common} are both given: {text.get('model_type')} names {common} {key}, so the config contradicts itself")
+        out[common or key] = value
+    moved = [f"{key} as {common}" for key, common in layout.renames.items() if key in text]
+    return out, [f"The importer keeps {text.get('model_type')}'s own key names under the common ones: {', '.join(moved)}."] if moved else []
+
+
 def fill(text: dict, layout: Layout) -> tuple[dict, list[str]]:
     """Known keys in file order, plus defaults for architecture keys the file leaves out."""
     cfg = {k: v for k, v in text.items() if k in KNOWN}
@@ -121,14 +137,18 @@ def fill(text: dict, layout: Layout) -> tuple[dict, list[str]]:
         if key not in cfg:
             cfg[key] = list(value) if isinstance(value, list) else value
             defaults.append(f"{key} = {_show(value)} ({origin})")
-    for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size"):
+    heads = () if layout.layerwise else ("num_attention_heads",)  # a layer-wise model states its heads per layer
+    for key in ("hidden_size", "num_hidden_layers", *heads, "vocab_size"):
         _positive(cfg, key, required=True)
     if layout.ffn_ratio and layout.ffn_key not in cfg:
         cfg[layout.ffn_key] = layout.ffn_ratio * cfg["hidden_size"]
         defaults.append(f"{layout.ffn_key} = {cfg[layout.ffn_key]} ({cfg['model_type']} default: {layout.ffn_ratio} x hidden_size)")
+    own = {common: key for key, common in layout.renames.items()}
     for key, expected in layout.fixed.items():
         if cfg.get(key, expected) != expected:
-            raise InputError(key, f"{cfg[key]!r} is a variant the importer does not understand (it counts {cfg['model_type']} models with {key} = {_show(expected)})")
+            name = own.get(key, key)  # the file's own name of a renamed key
+            raise InputError(name, f"{cfg[key]!r} is a variant the importer does not understand (it counts {cfg['model_type']} models with "
+                                   f"{name} = {_show(expected)})")
     return cfg, defaults
 
 

@@ -46,8 +46,13 @@ def parameter_count(record: dict, root=None) -> dict:
     """
     module = formula_module(root)
     cfg, d = record["config"], record["derived"]
-    shape = _Shape(cfg, d)
     ev = _Evaluator(module)
+    if d.get("layerwise"):  # OpenELM: every layer its own heads and width, FX909 (no single heads for _Shape)
+        from engine.domain import model_layerwise
+
+        total, parts = model_layerwise.count(record, ev)
+        return _counted(record, ev, "FX909", total, total, parts)  # dense: every parameter runs for every token
+    shape = _Shape(cfg, d)
     if d.get("linear_attention"):
         lin = d["linear_attention"]
         count = _hybrid_count if lin["kind"] != "kda" else _k3_count if lin.get("full_rank_gate") else _kda_count
@@ -219,8 +224,8 @@ def is_hybrid(derived: dict) -> bool:
 
 def outside_templates(derived: dict) -> str:
     """Why the calculators' formulas and the forward ledger's templates cannot size this model, or "" when they can:
-    a hybrid (recurrent layers beside attention) or DeepSeek Sparse Attention (indexer keys beside the latent,
-    attention over the top-k cached tokens only)."""
+    a hybrid (recurrent layers beside attention), DeepSeek Sparse Attention (indexer keys beside the latent,
+    attention over the top-k cached tokens only) or layer-wise scaling (no one shape for every layer)."""
     if is_hybrid(derived):
         return f"a hybrid ({derived.get('layer_pattern', 'recurrent and attention layers')})"
     if derived.get("compressed_attention"):
@@ -229,6 +234,10 @@ def outside_templates(derived: dict) -> str:
     if derived.get("sparse_attention"):
         return (f"DeepSeek Sparse Attention (an indexer key cache beside the MLA latent, attention over the top "
                 f"{derived['sparse_attention']['index_topk']} cached tokens)")
+    if derived.get("layerwise"):
+        from engine.domain.model_layerwise import why_refused
+
+        return why_refused(derived)
     return ""
 
 
@@ -339,10 +348,15 @@ def weights_only_count(record: dict, root=None) -> int:
 def kv_bytes_per_token(record: dict, root=None, kv_bytes: float = 2) -> int | float:
     """Bytes of K/V cache one token adds across the layers that keep one (F8, the variant of derived.attention):
     every layer, or a hybrid's attention_layers (its linear-attention layers keep a fixed state instead, FX800).
+    A layer-wise model (OpenELM): each layer's own K/V heads, FX910.
     DeepSeek-V4 (compressed attention): what a request's cache grows by per token once its windows are full, FX899
     over one period of the compress ratios divided by its length."""
     module = formula_module(root)
     cfg, d = record["config"], record["derived"]
+    if d.get("layerwise"):  # OpenELM: each layer's own K/V heads, FX910
+        from engine.domain import model_layerwise
+
+        return model_layerwise.kv_bytes_per_token(record, _Evaluator(module), kv_bytes)
     if d.get("compressed_attention"):
         ca = d["compressed_attention"]
         period = math.lcm(ca["csa_ratio"], ca["hca_ratio"] or 1)

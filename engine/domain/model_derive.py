@@ -7,11 +7,14 @@ from engine.domain.model_config import _positive, _show
 from engine.domain.model_layouts import ACTIVATIONS, LAYER_TYPES, Layout
 
 
-def derive(cfg: dict, layout: Layout) -> dict:
-    """What the config decides: family, attention, MLP, norms, biases, head_dim, MoE, MLA, window."""
+def derive(cfg: dict, layout: Layout, root=None) -> dict:
+    """What the config decides: family, attention, MLP, norms, biases, head_dim, MoE, MLA, window (``root``: whose
+    formulas round a layer-wise model's widths, FX908)."""
     activation = cfg.get(layout.act_key, cfg.get("hidden_act"))
     if activation not in ACTIVATIONS:
         raise InputError(layout.act_key, f"{activation!r} is not an activation the importer knows ({', '.join(sorted(ACTIVATIONS))})")
+    if layout.layerwise:  # OpenELM: heads, K/V heads and FFN width per layer, no single value of any of them
+        return _layerwise(cfg, layout, activation, root)
     attention, head_dim, stated = _attention(cfg, layout)
     moe = _moe(cfg, layout)
     hybrid_moe = "hybrid_mla_moe" if layout.mla else "hybrid_moe"  # KDA beside MLA (Kimi Linear, K3); Gated DeltaNet beside GQA
@@ -51,6 +54,21 @@ def derive(cfg: dict, layout: Layout) -> dict:
     window = _window(cfg, layout)
     if window:
         derived["sliding_window"] = window
+    return derived
+
+
+def _layerwise(cfg: dict, layout: Layout, activation: str, root) -> dict:
+    """A dense decoder whose layers differ in heads, K/V heads and feed-forward width (engine.domain.model_layerwise)."""
+    from engine.domain.model_count import _Evaluator, formula_module
+    from engine.domain.model_layerwise import derive_layers
+
+    layers = derive_layers(cfg, _Evaluator(formula_module(root)))
+    derived = {"family": "layerwise_dense", "attention": layers.pop("attention"), "mlp": layout.mlp, "activation": activation,
+               "norm": layout.norm, "qk_norm": layout.qk_norm}
+    derived.update(_biases(cfg, layout))
+    derived["norms_per_layer"] = layout.norms_per_layer
+    derived.update(_position(cfg, layout))
+    derived.update(layers)
     return derived
 
 

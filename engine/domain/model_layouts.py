@@ -35,6 +35,7 @@ IGNORED = frozenset({
     "ignore_index", "image_placeholder", "media_placeholder_token_id",  # Kimi K3's wrapper: loss and media-token bookkeeping
     "activation_situ_beta", "activation_situ_linear_beta",        # Kimi K3: the SiTU activation's bounds (no weights)
     "compress_rope_theta", "hc_eps", "hc_sinkhorn_iters",         # DeepSeek-V4: RoPE base of compressed entries; hyper-connection numerics
+    "rope_freq_constant", "rope_max_length",                      # OpenELM: RoPE base and the length of its sin/cos cache (no weights)
     # generation settings transformers' PretrainedConfig writes into every serialised config (Kimi K3's text_config)
     "bad_words_ids", "begin_suppress_tokens", "diversity_penalty", "do_sample", "early_stopping", "encoder_no_repeat_ngram_size",
     "exponential_decay_length_penalty", "finetuning_task", "forced_bos_token_id", "forced_eos_token_id", "id2label", "label2id",
@@ -68,7 +69,7 @@ COMMON = frozenset({
 
 MOE_KEYS = ("num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size", "n_shared_experts", "first_k_dense_replace")
 MLA_KEYS = ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
-ACTIVATIONS = frozenset({"silu", "gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "relu2", "situ"})  # relu2: squared ReLU (Nemotron-H); situ: Kimi K3's bounded SiLU
+ACTIVATIONS = frozenset({"silu", "swish", "gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "relu2", "situ"})  # relu2: squared ReLU (Nemotron-H); situ: Kimi K3's bounded SiLU; swish: SiLU under OpenELM's name
 LAYER_TYPES = {"full_attention": False, "sliding_attention": True}  # name -> windowed (linear_attention: a qwen3_next layer kind)
 
 
@@ -97,7 +98,9 @@ class Layout:
     linear: str = ""                            # "" | gated_deltanet | mamba2 | kda: recurrent layers between full-attention ones
     sparse: str = ""                            # "" | dsa: DeepSeek Sparse Attention (a lightning indexer picks top-k cached tokens)
     compressed: str = ""                        # "" | deepseek_v4: CSA/HCA layers (compress_ratios) with a window in every layer
+    layerwise: str = ""                         # "" | openelm: every layer has its own query heads, K/V heads and FFN width
     keys: frozenset = frozenset()               # type-specific keys this layout reads
+    renames: dict = field(default_factory=dict)  # the layout's own name of a COMMON key -> the COMMON name it is kept under
     defaults: dict = field(default_factory=dict)  # key -> (value, where the default comes from)
     fixed: dict = field(default_factory=dict)   # key -> the only value the importer understands
 
@@ -237,6 +240,26 @@ LAYOUTS["kimi_k3_text"] = replace(
     defaults={},
     fixed={"moe_layer_freq": 1, "moe_router_activation_func": "sigmoid", "mla_use_output_gate": True, "latent_moe_use_norm": True,
            "topk_method": "noaux_tc"})
+
+# OpenELM (apple/OpenELM-*; its configuration_openelm.py and modeling_openelm.py): layer-wise scaling. Layer i has
+# num_query_heads[i] query and num_kv_heads[i] K/V heads of head_dim in one fused qkv_proj, an out_proj, q/k RMSNorms of
+# head_dim (normalize_qk_projections) and a GLU feed-forward (proj_1 holds gate and up) of a width rounded from
+# ffn_multipliers[i] x model_dim (FX908); RMSNorm, no biases, the output reusing the embedding (share_input_output_layers).
+# OpenELMConfig recomputes the head lists from qkv_multipliers, so the stored lists are checked against them. Its own names
+# of common keys are kept under the common names (renames).
+LAYOUTS["openelm"] = Layout(
+    "gated", act_key="activation_fn_name", qk_norm=True, attention_bias="none", mlp_bias="none", layerwise="openelm",
+    keys=frozenset({"activation_fn_name", "num_query_heads", "num_kv_heads", "num_gqa_groups", "qkv_multipliers", "ffn_multipliers",
+                    "ffn_dim_divisor", "ffn_with_glu", "normalization_layer_name", "normalize_qk_projections"}),
+    renames={"model_dim": "hidden_size", "num_transformer_layers": "num_hidden_layers", "share_input_output_layers": "tie_word_embeddings",
+             "max_context_length": "max_position_embeddings"},
+    defaults={k: (v, "transformers OpenELMConfig default (Apple's configuration_openelm.py)") for k, v in {
+        "activation_fn_name": "swish", "head_dim": 128, "num_gqa_groups": 1, "qkv_multipliers": 1.0, "ffn_multipliers": 4.0,
+        "ffn_dim_divisor": 256, "ffn_with_glu": True, "normalization_layer_name": "rms_norm", "normalize_qk_projections": False,
+        "tie_word_embeddings": False}.items()},
+    # an untied OpenELM builds two output matrices (the model's classifier and the causal LM's lm_head); without GLU or q/k
+    # norms it would need other per-layer formulas: each is refused by name rather than counted
+    fixed={"ffn_with_glu": True, "normalization_layer_name": "rms_norm", "normalize_qk_projections": True, "tie_word_embeddings": True})
 
 # Multimodal wrappers: the language model is text_config; what model_type it has when unstated.
 WRAPPERS = {"gemma3": "gemma3_text", "qwen3_5_moe": "qwen3_5_moe_text", "kimi_k3": "kimi_k3_text"}

@@ -21,7 +21,14 @@ from __future__ import annotations
 import datetime
 
 from engine.core.errors import InputError
-from engine.domain.model_config import check_keys, fill, flatten, layout_of, refuse_uncounted  # noqa: F401  (public through this module)
+from engine.domain.model_config import (  # noqa: F401  (public through this module)
+    check_keys,
+    fill,
+    flatten,
+    layout_of,
+    refuse_uncounted,
+    rename,
+)
 from engine.domain.model_count import (  # noqa: F401
     MISSING_FORMULAS,
     _Shape,
@@ -56,6 +63,7 @@ def import_config(config: dict, model_id: str, repo: str = "", revision: str = "
     text, notes = flatten(config)
     refuse_uncounted(text)
     layout = layout_of(text)
+    text, renamed = rename(text, layout)
     check_keys(text, layout)
     cfg, defaults = fill(text, layout)
     record = {
@@ -64,14 +72,14 @@ def import_config(config: dict, model_id: str, repo: str = "", revision: str = "
         "source": {"repo": repo or "unknown", "revision": revision or "unpinned", "file": "config.json"},
         "as_of": datetime.date.today().strftime("%Y-%m-%d"),
         "config": cfg,
-        "derived": derive(cfg, layout),
+        "derived": derive(cfg, layout, root),
     }
     if defaults:
         record["source"]["defaults"] = defaults
     counted = parameter_count(record, root)
     record["parameters"] = _parameters(counted["total"], params)
-    if notes:
-        record["notes"] = " ".join(notes)
+    if notes or renamed:
+        record["notes"] = " ".join(notes + renamed)
     _fits_schema(record)
     return record
 

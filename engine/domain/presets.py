@@ -44,6 +44,11 @@ def model_values(record: dict, root, calculator: str | None = None) -> dict[str,
             out[symbol] = (value, f"preset {ident}: {key} ({where})")
 
     why = models.outside_templates(d)
+    if d.get("layerwise"):
+        raise InputError("--model", f"{ident} is {why}: the calculators and planners take one heads, kv_heads and ffn_hidden for every "
+                                    "layer, so it is refused here rather than sized as if every layer were alike; "
+                                    f"`aiinfra state --model {ident.split(':', 1)[1]}` gives its bytes per request and capacity (FX910), "
+                                    "`aiinfra model show` its parameters (FX909)")
     hybrid, dsa = models.is_hybrid(d), bool(d.get("sparse_attention"))
     if why and not ((hybrid or dsa) and calculator in HYBRID_CALCULATORS):
         also = (" (calc kv-concurrency sizes hybrids: K/V of the attention layers plus the fixed state)" if hybrid else

@@ -8,7 +8,7 @@ keeps the MLA latent beside its KDA states; DeepSeek-V3.2 adds its indexer keys 
 state is kept at ``state_bytes`` per element: 4 where the config names mamba_ssm_dtype float32,
 else 2, unless given. DeepSeek-V4 goes through ``compressed_state``: by layer kind (window only,
 CSA, HCA) its window, compressed entries and indexer keys (FX899) and its compressors' FP32 running
-state (FX900), FX901 their sum.
+state (FX900), FX901 their sum. A layer-wise model (OpenELM) holds each layer's own K/V heads for every token (FX910).
 ``fit_requests`` divides a device's memory, less the weights, by that total.
 """
 
@@ -63,8 +63,10 @@ def request_state(record: dict, context_tokens: int, kv_bytes: float = 2, root=N
         result = hybrid_state(cfg, context_tokens, kv_bytes, state_bytes, root)
         return RequestState(record["id"], result.context_tokens, result.kv_bytes, result.rows, result.total, result.formulas)
     layers = cfg["num_hidden_layers"]
-    per_token = kv_bytes_per_token(record, root, kv_bytes)          # F8, all layers
+    per_token = kv_bytes_per_token(record, root, kv_bytes)          # F8, all layers (FX910 for a layer-wise model)
     ev = _Evaluator(formula_module(root))
+    if d.get("layerwise"):  # OpenELM: every layer full attention with its own K/V heads
+        return _layerwise_state(record, context_tokens, kv_bytes, per_token, ev)
     window = d.get("sliding_window") or {}
     windowed, span = window.get("windowed_layers", 0), window.get("window", context_tokens)
     kv_request = ev("FX70", kv_bytes_per_token=per_token, layers=layers, window_layers=windowed,
@@ -84,6 +86,16 @@ def request_state(record: dict, context_tokens: int, kv_bytes: float = 2, root=N
     if sum(r.bytes_per_request for r in rows) != total:  # the rows are a second reading of FX70
         raise AssertionError(f"{record['id']}: rows sum to {sum(r.bytes_per_request for r in rows)}, FX70/FX801 give {total}")
     return RequestState(record["id"], context_tokens, kv_bytes, rows, total, ("F8", "FX70") + (("FX888",) if dsa else ()) + ("FX801",))
+
+
+def _layerwise_state(record: dict, context_tokens: int, kv_bytes: float, per_token: int, ev) -> RequestState:
+    """A layer-wise model's request: FX910's bytes per token (each layer's own K/V heads) for every token of the context, FX70."""
+    layers = record["config"]["num_hidden_layers"]
+    kv_request = ev("FX70", kv_bytes_per_token=per_token, layers=layers, window_layers=0, context_tokens=context_tokens,
+                    sliding_window=context_tokens)
+    total = ev("FX801", kv_bytes_per_request=kv_request, recurrent_layers=0, recurrent_state_bytes_per_layer=0)
+    row = LayerKind("full_attention", layers, context_tokens, kv_request, "FX910")
+    return RequestState(record["id"], context_tokens, kv_bytes, (row,), total, ("FX910", "FX70", "FX801"))
 
 
 def default_state_bytes(config: dict) -> int:
@@ -215,6 +227,10 @@ def per_gpu_bytes(record: dict, state: RequestState, tp: int, root=None) -> floa
     if tp == 1:
         return state.total
     cfg, d = record["config"], record["derived"]
+    if d.get("layerwise"):
+        raise InputError("--tp", f"{record['id']} is layer-wise scaled ({d['layer_pattern']}): its K/V splits over tensor-parallel ranks "
+                                 "differently in every layer (FX73 on each layer's own K/V heads, which the rank count must divide or be a "
+                                 "multiple of), which is not sized yet, so --tp above 1 is refused rather than split as if every layer were alike")
     heads, kv_heads = cfg["num_attention_heads"], cfg.get("num_key_value_heads") or cfg["num_attention_heads"]
     if heads % tp or (d["attention"] == "gqa" and kv_heads % tp and tp % kv_heads):
         raise InputError("--tp", f"{tp} must divide the {heads} attention heads of {record['id']}"

@@ -183,6 +183,8 @@ def models_table(data: SiteData) -> Page:
         cfg, der = rec["config"], rec["derived"]
         heads = cfg.get("num_attention_heads", "-")
         kv = cfg.get("num_key_value_heads", heads)
+        if der.get("layerwise"):  # OpenELM: heads per layer, shown as their range
+            heads, kv = (f"{min(der['layerwise'][k])}-{max(der['layerwise'][k])}" for k in ("heads", "kv_heads"))
         kvb = kv_bytes_per_token(rec, data.root, 2)
         lines.append(f'| <a id="{anchor_name(mid)}"></a>`{mid.split(":", 1)[1]}` {md_escape(rec["name"])} | {der["family"]} | {der["attention"]} | '
                      f"{cfg['num_hidden_layers']} | {cfg['hidden_size']} | {heads} / {kv} | {_billions(counted['total'])} | "
