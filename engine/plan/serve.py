@@ -75,15 +75,27 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
 
     precision = str(precision).strip().lower()
     w_fmt = storage.resolve(weights or "bf16", "--weights", root)
-    stored = {} if weights else _stored_weights(root, model)
+    from engine.domain import models
+
+    record = models.find(models.load_models(root), model)
+    stored = {} if weights else _stored_weights(record, root)
     weights_label = stored.pop("weights", w_fmt.name)
     if kv_cache is not None:
         kv_bytes = storage.resolve(kv_cache, "--kv-cache", root).bytes
     storage.check_compute(w_fmt, precision)
-    hybrid = _hybrid(root, model)
-    # a hybrid's or DSA's table (HYBRID_CALCULATORS): a hybrid's attention layers as layers, as calc kv-concurrency reads it
-    mv = _preset(presets, root, model, None, "bf16", "--model", calculator="calc:kv-concurrency" if hybrid else None)
-    hybrid.pop("sparse", None)
+    d = record["derived"]
+    if d.get("compressed_attention"):
+        raise InputError("--model", f"{model}: DeepSeek-V4's compressed attention (windows, compressed entries, an indexer) is not sized by "
+                                    f"plan serve; `aiinfra state --model {model}` gives its bytes per request")
+    # a hybrid's or DSA's values come from the table calc kv-concurrency reads (HYBRID_CALCULATORS): a hybrid's attention
+    # layers as layers with its recurrent state per request, DSA's indexer keys per token (FX888)
+    table = "calc:kv-concurrency" if models.is_hybrid(d) or d.get("sparse_attention") else None
+    mv = _preset(presets, root, model, None, "bf16", "--model", calculator=table)
+    hybrid = _hybrid(record, mv) if models.is_hybrid(d) else {}
+    if d.get("sparse_attention"):  # DSA: FX888's indexer keys beside the latent, FX920's scoring, the top-k attended
+        dsa = d["sparse_attention"]
+        hybrid = dict(index_heads=int(dsa["index_heads"]), index_head_dim=int(dsa["index_head_dim"]), index_topk=int(dsa["index_topk"]),
+                      index_bytes_per_token=float(mv["indexer_key_bytes_per_token"]))
     dv = _preset(presets, root, None, device, precision, "--device")
     if mv.get("attention") not in ("gqa", "mha", "mla"):
         raise InputError("--model", f"{model}: plan serve counts GQA/MHA/MLA K/V caches only (this model's attention is {mv.get('attention')})")
@@ -142,46 +154,30 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
     return space
 
 
-def _hybrid(root, model: str) -> dict:
-    """A hybrid record's layers for plan serve ({} for one kind of attention layer): all its layers, the attention ones
-    (K/V and FX30's attention term), its recurrent layers with FX800's state per layer at the state's default bytes
-    (engine.domain.state), the head counts TP must divide, and FX703's layers (Nemotron-H: one all-reduce per block).
-    DeepSeek's sparse and compressed attention are refused by name."""
-    from engine.domain import models, state
+def _hybrid(record: dict, mv: dict) -> dict:
+    """A hybrid record's layers for plan serve: all its layers, the attention ones (K/V and FX30's attention term), its
+    recurrent layers with FX800's state per layer (the preset's per-request state, at the state's default bytes), the
+    head counts TP must divide, and FX703's layers (Nemotron-H: one all-reduce per block)."""
+    from engine.domain import state
 
-    record = models.find(models.load_models(root), model)
     d = record["derived"]
-    if d.get("compressed_attention"):
-        raise InputError("--model", f"{model}: DeepSeek-V4's compressed attention (windows, compressed entries, an indexer) is not sized by "
-                                    f"plan serve; `aiinfra state --model {model}` gives its bytes per request")
-    if d.get("sparse_attention"):  # DSA: FX888's indexer keys beside the latent, FX920's scoring, the top-k attended
-        from engine.domain.model_count import _Evaluator, formula_module
-
-        dsa = d["sparse_attention"]
-        layers = int(record["config"]["num_hidden_layers"])
-        return dict(sparse=True, index_heads=int(dsa["index_heads"]), index_head_dim=int(dsa["index_head_dim"]), index_topk=int(dsa["index_topk"]),
-                    index_bytes_per_token=float(_Evaluator(formula_module(root))("FX888", layers=layers, index_head_dim=int(dsa["index_head_dim"]))))
-    if not models.is_hybrid(d):
-        return {}
-    size = state.default_state_bytes(record["config"])
-    rows = [r for r in state.request_state(record, 1, 2, root, size).rows if r.kind == "recurrent"]
     lin, mamba = d.get("linear_attention") or {}, d.get("mamba") or {}
-    heads = (lin["key_heads"], lin["value_heads"]) if lin else (mamba["heads"], mamba["groups"])
+    recurrent = int((lin or mamba)["layers"])
     layers = int(record["config"]["num_hidden_layers"])
-    out = dict(layers=layers, attn_layers=int(d["attention_layers"]), recurrent_layers=rows[0].layers,
-               state_bytes_layer=rows[0].bytes_per_request / rows[0].layers, state_heads=heads,
-               recurrent_kind=lin.get("kind", "mamba2") if lin else "mamba2", state_element_bytes=float(size))
+    out = dict(layers=layers, attn_layers=int(mv["layers"]), recurrent_layers=recurrent,
+               state_bytes_layer=float(mv["recurrent_state_bytes_per_request"]) / recurrent,
+               state_heads=(lin["key_heads"], lin["value_heads"]) if lin else (mamba["heads"], mamba["groups"]),
+               recurrent_kind=lin.get("kind", "mamba2") if lin else "mamba2", state_element_bytes=float(state.default_state_bytes(record["config"])))
     if d.get("mlp_layers"):  # Nemotron-H: Mamba-2, attention and MLP blocks, one all-reduce each
         out["allreduce_layers"] = layers / 2
     return out
 
 
-def _stored_weights(root, model: str) -> dict:
+def _stored_weights(record: dict, root) -> dict:
     """A record whose checkpoint stores the routed experts in a block-scaled format (its storage block, FX652):
     their bytes per value (FX650) and the stored total; {} for a plain checkpoint (then --weights, default BF16)."""
-    from engine.domain import models, storage
+    from engine.domain import storage
 
-    record = models.find(models.load_models(root), model)
     block = record.get("storage") or {}
     if not block.get("quantised_format"):
         return {}
