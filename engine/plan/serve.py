@@ -77,7 +77,10 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
     w_fmt = storage.resolve(weights or "bf16", "--weights", root)
     from engine.domain import models
 
-    record = models.find(models.load_models(root), model)
+    try:
+        record = models.find(models.load_models(root), model)
+    except InputError as exc:
+        raise InputError("--model", exc.message) from None
     stored = {} if weights else _stored_weights(record, root)
     weights_label = stored.pop("weights", w_fmt.name)
     if kv_cache is not None:

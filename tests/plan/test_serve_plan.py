@@ -207,6 +207,12 @@ def test_bad_input_is_one_line_naming_the_field(capsys, extra, field):
     assert len(err) == 1 and field in err[0]
 
 
+def test_unknown_model_names_the_option(capsys):
+    assert main(["plan", "serve", "--model", "llama-9", "--device", "h100-sxm", "--prompt", "1024", "--output", "256", "--ttft", "1s", "--tpot", "50ms"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("aiinfra: error: --model: no model 'llama-9'")
+
+
 def test_bad_output_length(capsys):
     assert main(["plan", "serve", "--model", "llama-3.1-8b", "--device", "h100-sxm", "--prompt", "1024", "--output", "0", "--ttft", "1s", "--tpot", "50ms"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
