@@ -140,10 +140,10 @@ def render(result, fmt: str) -> str:
     from engine.cli.render import table, to_json
 
     s, f = result.space, result.found
-    head = (f"{s.gpus} GPUs, global batch {s.global_batch} x {s.seq} tokens; {f.points:,} points in {f.tiles} tiles ({f.executor}), "
-            f"{f.feasible:,} fit")
+    head = (f"{s.gpus} GPUs, global batch {s.global_batch} x {s.seq} tokens; {f.points:,} points, {f.layouts:,} valid layouts evaluated in "
+            f"{f.tiles} tile{'' if f.tiles == 1 else 's'} ({f.executor}), {f.feasible:,} fit")
     if fmt == "json":
-        return to_json({"gpus": s.gpus, "global_batch": s.global_batch, "seq": s.seq, "points": f.points, "feasible": f.feasible,
+        return to_json({"gpus": s.gpus, "global_batch": s.global_batch, "seq": s.seq, "points": f.points, "layouts": f.layouts, "feasible": f.feasible,
                         "tiles": f.tiles, "executor": f.executor, "configurations": list(result.rows), "folded": result.folded, "why": result.why,
                         "assumptions": list(result.assumptions)})
     rows = _rows(result)

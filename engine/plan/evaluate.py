@@ -55,14 +55,53 @@ class _Formulas:
 
 def decode(space: Space, start: int, stop: int) -> dict[str, np.ndarray]:
     """Axis values of the points start..stop-1 (int64 indices into each axis) and ``index``."""
-    index = np.arange(start, stop, dtype=np.int64)
-    rest = index.copy()
+    return decode_points(space, np.arange(start, stop, dtype=np.int64))
+
+
+def decode_points(space: Space, index: np.ndarray) -> dict[str, np.ndarray]:
+    """Axis positions (int64 indices into each axis) of the points numbered ``index``, and ``index``."""
+    rest = np.asarray(index, dtype=np.int64).copy()
     out: dict[str, np.ndarray] = {}
     for axis, n in zip(reversed(AXES), reversed(space.shape), strict=True):
         rest, i = np.divmod(rest, n)
         out[axis] = i
-    out["index"] = index
+    out["index"] = np.asarray(index, dtype=np.int64)
     return out
+
+
+def candidates(space: Space) -> np.ndarray:
+    """The numbers of every point whose layout meets :func:`feasible_layout`'s integer constraints,
+    ascending, enumerated from the divisors instead of the whole product of the axes: TP values
+    within the NVLink domain that divide the heads, KV heads and GPUs; CP and PP dividing the GPUs
+    (PP at most the layers); micro-batches dividing the global batch; EP dividing the experts and the
+    GPUs. Only (TP, CP, PP) triples whose product divides the GPUs are expanded; the remaining rules
+    (DP x micro-batch dividing the batch, ZeRO, interleaving, EP dividing DP) are those of
+    :func:`feasible_layout` itself. The same points in the same order as a scan of every number
+    (tested), so the tie-break by number is unchanged."""
+    n, kv = space.gpus, space.kv_heads
+
+    def keep(axis: str, rule) -> list[int]:
+        return [i for i, v in enumerate(getattr(space, axis)) if rule(v)]
+
+    tp = keep("tp", lambda t: n % t == 0 and t <= space.nvlink_domain and space.heads % t == 0 and (not kv or kv % t == 0))
+    cp = keep("cp", lambda c: n % c == 0)
+    pp = keep("pp", lambda p: n % p == 0 and p <= space.layers)
+    ep = keep("ep", lambda e: not space.experts or (space.experts % e == 0 and n % e == 0))
+    mb = keep("mb", lambda m: space.global_batch % m == 0)
+    stride = [1] * len(AXES)
+    for i in range(len(AXES) - 2, -1, -1):
+        stride[i] = stride[i + 1] * space.shape[i + 1]
+    inner = np.zeros(1, dtype=np.int64)  # offsets of V x EP x micro-batch x ZeRO x recompute, ascending
+    for axis, positions in zip(AXES[3:], (range(len(space.vp)), ep, mb, range(len(space.zero)), range(len(space.recompute))), strict=True):
+        inner = np.add.outer(inner, np.asarray(positions, dtype=np.int64) * stride[AXES.index(axis)]).ravel()
+    parts = [stride[0] * i + stride[1] * j + stride[2] * k + inner
+             for i in tp for j in cp for k in pp
+             if n % (space.tp[i] * space.cp[j] * space.pp[k]) == 0]
+    if not parts:
+        return np.zeros(0, dtype=np.int64)
+    index = np.concatenate(parts)
+    _, ok = feasible_layout(space, decode_points(space, index))
+    return index[ok]
 
 
 def feasible_layout(space: Space, idx: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -131,7 +170,7 @@ def terms(space: Space, v: dict[str, np.ndarray], f: _Formulas | None = None) ->
     tp_comm = n_micro * f("FX113", collective_time=f("F20", "nominal_discount", comm_bytes=tp_bytes, nominal_bandwidth=space.nvlink_bw,
                                                      bandwidth_efficiency=eff, comm_latency=0.0), comm_overlap_fraction=hidden_frac)
     # context parallel: FX720 per micro-batch over the stage's layers, scale-up while TP x CP fits the domain
-    if len(space.cp) > 1:
+    if max(space.cp) > 1:
         cp_bytes = f("FX720", cp_size=cp, micro_batch=mb, seq_len=s, kv_heads=float(space.kv_heads or space.heads), head_dim=float(space.head_dim),
                      layers=L_pad, tp_size=tp, pp_size=pp)
         cp_bw = np.where(tp * cp <= space.nvlink_domain, space.nvlink_bw, space.scaleout_bw)
@@ -163,26 +202,43 @@ def terms(space: Space, v: dict[str, np.ndarray], f: _Formulas | None = None) ->
     return out
 
 
-def top_of_tile(space: Space, start: int, stop: int, k: int) -> tuple[list[tuple[float, int]], int, int]:
-    """The k fastest feasible points of start..stop-1 as (step_time, index), best first, with the
-    number of points and of feasible points; ties go to the lower index. Nothing else is kept."""
-    layout, _ = feasible_layout(space, decode(space, start, stop))
+def top_of_points(space: Space, index: np.ndarray, k: int) -> tuple[list[tuple[float, int]], int, int]:
+    """The k fastest points among ``index`` that fit memory, as (step_time, index), best first, with
+    the number of points and of those that fit; ties go to the lower index. Nothing else is kept."""
+    layout, _ = feasible_layout(space, decode_points(space, index))
     if layout["index"].size == 0:
-        return [], stop - start, 0
+        return [], len(index), 0
     t = terms(space, layout)
     fits = t["memory"] <= t["usable"]
     time, index = t["step_time"][fits], layout["index"][fits]
     order = np.lexsort((index, time))[:k]
-    return [(float(time[i]), int(index[i])) for i in order], stop - start, int(fits.sum())
+    return [(float(time[i]), int(index[i])) for i in order], len(layout["index"]), int(fits.sum())
+
+
+def top_of_tile(space: Space, start: int, stop: int, k: int) -> tuple[list[tuple[float, int]], int, int]:
+    """:func:`top_of_points` over the points start..stop-1 (every number, valid layout or not)."""
+    top, _, fit = top_of_points(space, np.arange(start, stop, dtype=np.int64), k)
+    return top, stop - start, fit
 
 
 def describe(space: Space, index: int) -> dict:
     """Every term of one point, as plain numbers (the same code path as the tiles)."""
-    layout, ok = feasible_layout(space, decode(space, index, index + 1))
-    point = space.point(index)
-    if not ok[0]:
-        return dict(point, index=index, feasible=False)
-    t = terms(space, layout)
-    out = dict(point, index=index, feasible=bool(t["memory"][0] <= t["usable"][0]), dp=int(layout["dp"][0]))
-    out.update({k: float(np.asarray(val)[0]) for k, val in t.items()})
-    return out
+    return describe_many(space, [index])[0]
+
+
+def describe_many(space: Space, indices) -> list[dict]:
+    """:func:`describe` of several points at once (one vectorised pass over them), in their order."""
+    numbers = np.asarray(list(indices), dtype=np.int64)
+    layout, ok = feasible_layout(space, decode_points(space, numbers))
+    t = terms(space, layout) if layout["index"].size else {}
+    rows, j = [], 0
+    for i, index in enumerate(numbers.tolist()):
+        point = space.point(index)
+        if not ok[i]:
+            rows.append(dict(point, index=index, feasible=False))
+            continue
+        out = dict(point, index=index, feasible=bool(t["memory"][j] <= t["usable"][j]), dp=int(layout["dp"][j]))
+        out.update({k: float(np.broadcast_to(val, layout["index"].shape)[j]) for k, val in t.items()})
+        rows.append(out)
+        j += 1
+    return rows

@@ -1,8 +1,10 @@
 """Executors of a search: serial (the reference), a local process pool, and Dask.
 
-The space is cut into tiles of at most ``tile`` points (about 1e6 by default); each tile is
-evaluated and reduced to its own top k on the worker (engine.plan.evaluate.top_of_tile), so
-no executor ever holds all points. The merge orders by (step time, point index), the same
+Only the points whose layout is valid are evaluated (engine.plan.evaluate.candidates enumerates
+them from the divisors of the GPU count, heads and batch: 3,072 of the 101,025,792 numbered
+points for 405B on 16,384 GPUs); they are cut into tiles of at most ``tile`` points (about 1e6
+by default) and each tile is evaluated and reduced to its own top k on the worker
+(engine.plan.evaluate.top_of_points), so no executor ever holds all points. The merge orders by (step time, point index), the same
 total order every tile uses, so every executor returns exactly what serial returns.
 """
 
@@ -29,10 +31,11 @@ class Found:
     """The merged result: the best (step_time, index) pairs, best first, and the counts."""
 
     top: tuple[tuple[float, int], ...]
-    points: int
-    feasible: int
+    points: int  # numbered points of the space (every combination of the axes)
+    feasible: int  # valid layouts that fit memory
     tiles: int
     executor: str
+    layouts: int = 0  # valid layouts evaluated (DP x TP x CP x PP = N, TP dividing heads, ...)
 
 
 def tiles(size: int, tile: int = TILE) -> list[tuple[int, int]]:
@@ -42,29 +45,37 @@ def tiles(size: int, tile: int = TILE) -> list[tuple[int, int]]:
 
 
 def _one(args: tuple) -> tuple[list[tuple[float, int]], int, int]:
-    from engine.plan.evaluate import top_of_tile
+    from engine.plan.evaluate import top_of_points
 
-    space, start, stop, k = args
-    return top_of_tile(space, start, stop, k)
+    space, index, k = args
+    return top_of_points(space, index, k)
 
 
-def _merge(parts, k: int, n_tiles: int, kind: str) -> Found:
+def _work(space: Space, k: int, tile: int) -> list[tuple]:
+    """(space, the point numbers of one tile, k) for every tile of the valid layouts."""
+    from engine.plan.evaluate import candidates
+
+    index = candidates(space)
+    return [(space, index[a:b], k) for a, b in tiles(len(index), tile)]
+
+
+def _merge(space: Space, parts, k: int, n_tiles: int, kind: str) -> Found:
     parts = list(parts)
     best = heapq.nsmallest(k, (c for top, _, _ in parts for c in top))
-    return Found(tuple(best), sum(p[1] for p in parts), sum(p[2] for p in parts), n_tiles, kind)
+    return Found(tuple(best), space.size, sum(p[2] for p in parts), n_tiles, kind, sum(p[1] for p in parts))
 
 
 def run_serial(space: Space, k: int, tile: int = TILE) -> Found:
-    work = [(space, a, b, k) for a, b in tiles(space.size, tile)]
-    return _merge(map(_one, work), k, len(work), Kind.SERIAL)
+    work = _work(space, k, tile)
+    return _merge(space, map(_one, work), k, len(work), Kind.SERIAL)
 
 
 def run_process(space: Space, k: int, tile: int = TILE, workers: int | None = None) -> Found:
     from concurrent.futures import ProcessPoolExecutor
 
-    work = [(space, a, b, k) for a, b in tiles(space.size, tile)]
+    work = _work(space, k, tile)
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return _merge(pool.map(_one, work), k, len(work), Kind.PROCESS)
+        return _merge(space, pool.map(_one, work), k, len(work), Kind.PROCESS)
 
 
 def run_dask(space: Space, k: int, tile: int = TILE, client=None, address: str | None = None, workers: int = 2) -> Found:
@@ -74,14 +85,14 @@ def run_dask(space: Space, k: int, tile: int = TILE, client=None, address: str |
         from distributed import Client, LocalCluster
     except ImportError:
         raise InputError("--executor", "dask needs the optional extra: pip install 'aiinfra[dask]' (dask[distributed])") from None
-    work = [(space, a, b, k) for a, b in tiles(space.size, tile)]
+    work = _work(space, k, tile)
     if client is not None:
-        return _merge(client.gather(client.map(_one, work, pure=False)), k, len(work), Kind.DASK)
+        return _merge(space, client.gather(client.map(_one, work, pure=False)), k, len(work), Kind.DASK)
     if address:
         with Client(address) as c:
-            return _merge(c.gather(c.map(_one, work, pure=False)), k, len(work), Kind.DASK)
+            return _merge(space, c.gather(c.map(_one, work, pure=False)), k, len(work), Kind.DASK)
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None) as cluster, Client(cluster) as c:
-        return _merge(c.gather(c.map(_one, work, pure=False)), k, len(work), Kind.DASK)
+        return _merge(space, c.gather(c.map(_one, work, pure=False)), k, len(work), Kind.DASK)
 
 
 def run(space: Space, k: int, executor: str = "serial", tile: int = TILE, workers: int | None = None, **options) -> Found:

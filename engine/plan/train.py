@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from engine.core.record import dataclass, field
-from engine.plan.evaluate import TERMS, describe
+from engine.plan.evaluate import TERMS, describe_many
 from engine.plan.executor import TILE, Found, run
 from engine.plan.space import COMPUTE_EFFICIENCY_NOTE, LONG_SEQ, SCALEOUT_SOURCE, Space, build
 
@@ -50,17 +50,21 @@ def plan(root, model: str, device: str, gpus: int, *, top: int = 5, executor: st
     stage), and ``folded`` counts the tied variants left out."""
     space = build(root, model, device, gpus, **space_options)
     found = run(space, top * len(space.zero) if fold else top, executor, tile, workers)
+    wanted = [index for _, index in found.top]
+    if fold:
+        wanted += [_sibling(space, index, z) for _, index in found.top for z in range(len(space.zero))]
+    described = dict(zip(wanted, describe_many(space, wanted), strict=True))  # one vectorised pass
     rows, seen, folded = [], set(), 0
     for _, index in found.top:
         if len(rows) == top:
             break
-        row = describe(space, index)
+        row = dict(described[index])
         if fold:
             key = (row["tp"], row["cp"], row["pp"], row["vp"], row["ep"], row["mb"], row["recompute"], row["step_time"])
             if key in seen:
                 continue
             seen.add(key)
-            ties = [describe(space, _sibling(space, index, z)) for z in range(len(space.zero))]
+            ties = [dict(described[_sibling(space, index, z)]) for z in range(len(space.zero))]
             ties = [t for t in ties if t["feasible"] and t["step_time"] == row["step_time"]]
             folded += len(ties) - 1
             row = min(ties, key=lambda t: (t["memory"], t["zero"]))
