@@ -40,6 +40,7 @@ def check(k: Knowledge) -> list[Problem]:
     problems += _trees(k)
     problems += _systems(k)
     problems += _failure_taxonomies(k)
+    problems += _measurements(k)
     return sorted(set(problems))
 
 
@@ -192,6 +193,14 @@ def _systems(k: Knowledge) -> list[Problem]:
     from engine.domain import systems
 
     return systems.problems(k)
+
+
+def _measurements(k: Knowledge) -> list[Problem]:
+    """Measurement tables (knowledge/measurements/): each row schema-checked after its file's defaults, its model
+    and device records present, its unit one its metric is stated in."""
+    from engine.domain import measurements
+
+    return measurements.load(k.root)[1]
 
 
 def _failure_taxonomies(k: Knowledge) -> list[Problem]:

@@ -36,6 +36,8 @@ SINGLE_RECORD_FOLDERS = {"models": ("model", "models"), "hardware": ("hardware",
                          "calculators": ("calculator", "calculators"),
                          "reference_architectures": ("reference_architecture", "reference_architectures"),
                          "systems": ("system", "systems"), "failure_taxonomies": ("failure_taxonomy", "failure_taxonomies")}
+# folders read by their own loader, not by Knowledge.load (measurement tables: engine.domain.measurements)
+OWN_LOADER_FOLDERS = ("measurements",)
 # files of knowledge/ that each hold a LIST of records of one kind: file -> (schema, Knowledge attribute)
 RECORD_LIST_FILES = {"carbon_intensity.yaml": ("carbon_intensity", "carbon_intensity")}
 _SCHEMA = {"books": "book", "chapters": "chapter", "concepts": "concept", "paths": "path", "actions": "action"}
@@ -116,7 +118,7 @@ def knowledge_files(root: Path) -> list[Path]:
     """Files of kind -> records mappings (everything but the single-record folders)."""
     if not (root / "knowledge").is_dir():
         return []
-    single = {root / "knowledge" / folder for folder in SINGLE_RECORD_FOLDERS}
+    single = {root / "knowledge" / folder for folder in (*SINGLE_RECORD_FOLDERS, *OWN_LOADER_FOLDERS)}
     lists = {root / "knowledge" / name for name in RECORD_LIST_FILES}
     return sorted(p for p in (root / "knowledge").rglob("*.yaml") if p not in lists and not any(f in p.parents for f in single))
 

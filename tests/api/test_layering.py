@@ -14,7 +14,7 @@ import pytest
 
 ENGINE = Path(__file__).resolve().parents[2] / "engine"
 # lowest first; a module may import its own layer and the layers before it
-LAYERS = ("core", "kb", "numeric", "domain", "trees", "plan", "check", "reading", "site", "cli", "top")
+LAYERS = ("core", "kb", "numeric", "domain", "trees", "plan", "measure", "check", "reading", "site", "cli", "top")
 # engine/core and engine/kb are on every fast path: sympy only inside functions there
 NO_TOP_LEVEL_SYMPY = ("core", "kb")
 # modules that import sympy at top level today (show, solve, the tree proofs): allowed there

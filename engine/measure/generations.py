@@ -1,0 +1,30 @@
+"""Device generations, the groups calibrated efficiencies are fitted for.
+
+A device with no measurement of its own takes its generation's fit, and says so; a generation with no
+measurement takes the fit over every device (``all``), and says so. Nothing falls back to 100 % of peak.
+The generation of each device is its vendor's architecture name, read in the device record's own sources
+(NVIDIA Ampere/Hopper/Blackwell/Ada, AMD CDNA 3/4, Google TPU, AWS Trainium, Huawei Da Vinci, Intel Gaudi).
+"""
+
+from __future__ import annotations
+
+GENERATION = {
+    "v100-sxm2-32gb": "volta",
+    "a100-pcie-80gb": "ampere", "a100-sxm-40gb": "ampere", "a100-sxm-80gb": "ampere",
+    "h100-sxm": "hopper", "h100-pcie": "hopper", "h100-nvl": "hopper", "h200": "hopper", "h200-nvl": "hopper", "h20": "hopper",
+    "b200": "blackwell", "b300": "blackwell", "gb200": "blackwell", "gb300": "blackwell", "rtx-5090": "blackwell",
+    "l4": "ada", "l40s": "ada", "rtx-4090": "ada",
+    "mi250x": "cdna2", "mi300x": "cdna3", "mi325x": "cdna3", "mi350x": "cdna4", "mi355x": "cdna4",
+    "tpu-v4": "tpu", "tpu-v5e": "tpu", "tpu-v5p": "tpu", "tpu-v6e": "tpu", "tpu7x": "tpu",
+    "trainium2": "trainium", "trainium3": "trainium",
+    "ascend-910b": "davinci", "ascend-910c": "davinci", "ascend-950dt": "davinci",
+    "gaudi2": "gaudi", "gaudi3": "gaudi",
+}
+
+
+class Unmapped(Exception):
+    """A measurement the engine cannot evaluate as stated (the reason is reported, the row is not scored)."""
+
+
+def generation(device: str) -> str:
+    return GENERATION.get(device, "all")

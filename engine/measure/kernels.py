@@ -1,0 +1,102 @@
+"""GEMM, HBM and collective measurements: their work terms and their times under a calibration.
+
+GEMM (m x k by k x n): time = launch + max(2 m n k / (peak x e_gemm), bytes / (HBM x e_hbm)), bytes the two
+inputs at the compute precision's element size and the output in BF16 (FP32 for FP32); predicted TFLOP/s =
+2 m n k / time. The launch term is what keeps a small GEMM far below peak.
+
+HBM: achieved bandwidth = datasheet bandwidth x e_hbm (a read-write copy as STREAM counts it).
+
+Collectives as nccl-tests reports them: algbw = S / t, busbw = algbw x factor (all-reduce 2 (n-1)/n,
+all-gather, reduce-scatter and all-to-all (n-1)/n; FX1's wire bytes per rank are S x factor), and
+t = steps x latency + S x factor / (link x e_link): steps 2 (n-1) for a ring all-reduce, n-1 for the others, 2 for
+NVLS (the switch reduces). The link is the device's NVLink per direction inside a node, its host link for PCIe,
+the scale-out NIC per GPU (400 Gb/s = 50 GB/s) across nodes. Latency and e_link are fitted per fabric.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from engine.measure.generations import Unmapped
+
+ELEMENT = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp4": 0.5, "nvfp4": 0.5625, "mxfp4": 0.53125}
+FACTOR = {"allreduce": lambda n: 2 * (n - 1) / n, "allgather": lambda n: (n - 1) / n, "reducescatter": lambda n: (n - 1) / n,
+          "alltoall": lambda n: (n - 1) / n, "broadcast": lambda n: 1.0, "reduce": lambda n: 1.0, "sendrecv": lambda n: 1.0}
+SCALEOUT = 50e9  # B/s per GPU: one 400 Gb/s NIC per GPU, as engine.plan.space.SCALEOUT_BANDWIDTH
+
+
+def _device(root, device: str, precision: str | None):
+    from engine.domain import presets
+    from engine.plan.space import _preset
+
+    try:
+        return _preset(presets, root, None, device, precision or "bf16", "--device")
+    except Exception as exc:  # noqa: BLE001 - any refusal of the preset makes the row unmapped
+        raise Unmapped(str(exc)) from None
+
+
+def gemm_terms(root, m) -> dict:
+    w, prec = m.workload, (m.precision.get("compute") or "bf16").lower()
+    dv = _device(root, m.device, prec)
+    if "peak_flops" not in dv or "hbm_bandwidth" not in dv:
+        raise Unmapped(f"{m.device} records no {prec} peak or HBM bandwidth")
+    el = ELEMENT.get(prec)
+    if el is None:
+        raise Unmapped(f"no element size for {prec}")
+    mm, nn, kk = float(w["m"]), float(w["n"]), float(w["k"])
+    out_el = 4 if prec in ("fp32", "tf32", "fp64") else 2
+    return dict(flops=2 * mm * nn * kk, bytes=(mm * kk + kk * nn) * el + mm * nn * out_el, peak=float(dv["peak_flops"]), hbm=float(dv["hbm_bandwidth"]))
+
+
+def gemm_times(t, p) -> dict:
+    time = p["launch"] + np.maximum(t["flops"] / (t["peak"] * p["e_gemm"]), t["bytes"] / (t["hbm"] * p["e_hbm"]))
+    return dict(tflops=t["flops"] / time)
+
+
+def hbm_terms(root, m) -> dict:
+    dv = _device(root, m.device, None)
+    if "hbm_bandwidth" not in dv:
+        raise Unmapped(f"{m.device} records no memory bandwidth")
+    return dict(hbm=float(dv["hbm_bandwidth"]))
+
+
+def hbm_times(t, p) -> dict:
+    return dict(bandwidth=t["hbm"] * p["e_hbm"])
+
+
+def collective_terms(root, m) -> dict:
+    from engine.domain import hardware
+    from engine.kb.folders import folder_view
+
+    w = m.workload
+    op, n = w["op"], int(w.get("ranks") or m.gpus)
+    if op not in FACTOR:
+        raise Unmapped(f"no busbw factor for {op}")
+    if n < 2:
+        raise Unmapped("a collective over one rank moves nothing")
+    fabric = w.get("fabric") or ("nvlink" if int(w.get("nodes", 1)) == 1 else "infiniband")
+    rec = folder_view(root, "hardware").hardware.get(f"hw:{m.device}")
+    if rec is None:
+        raise Unmapped(f"no device {m.device}")
+    if int(w.get("nodes", 1)) > 1 or fabric in ("infiniband", "roce", "ethernet"):
+        link = SCALEOUT
+    elif fabric == "pcie":
+        host = rec.get("host_link")
+        if not host:
+            raise Unmapped(f"{m.device} records no host link")
+        link = hardware.quantity(host["per_direction"], "B/s")
+    else:
+        ic = rec.get("interconnect")
+        if not ic or not ic.get("per_direction"):
+            raise Unmapped(f"{m.device} records no scale-up interconnect")
+        link = hardware.quantity(ic["per_direction"], "B/s")
+    factor = FACTOR[op](n)
+    algorithm = (w.get("algorithm") or "").lower()
+    steps = 2.0 if (fabric == "nvls" or algorithm == "nvls") else (2.0 * (n - 1) if op == "allreduce" else float(n - 1))
+    return dict(size=float(w["message_bytes"]), factor=factor, steps=steps, link=link, fabric=fabric)
+
+
+def collective_times(t, p) -> dict:
+    time = t["steps"] * p["latency"] + t["size"] * t["factor"] / (t["link"] * p["e_link"])
+    algbw = t["size"] / time
+    return dict(time=time, algorithm_bandwidth=algbw, bus_bandwidth=algbw * t["factor"])
