@@ -142,7 +142,8 @@ def _formats_used(result, formats: dict[str, str]) -> None:
 
 def _run(calc, root, sets: dict, presets):
     """engine.numeric.calculators.run; a failure boundary that does not parse names its file:line."""
-    from engine.core.errors import ExprError
+    from engine.core.errors import ExprError, KnowledgeError
+    from engine.numeric.calc_conditions import record_error
     from engine.numeric.calculators import Graph, condition_error
     from engine.numeric.calculators import run as run_calc
 
@@ -151,6 +152,8 @@ def _run(calc, root, sets: dict, presets):
         return run_calc(calc, module, sets, presets)
     except ExprError as exc:
         raise condition_error(root, calc, Graph(module), exc) from None
+    except KnowledgeError as exc:  # a broken record (an output no formula produces) at its file:line
+        raise record_error(root, calc, exc) from None
 
 
 def _sweep_range(text: str, calc, root) -> tuple[str, float, float]:

@@ -192,8 +192,8 @@ def _run(ctx: _Context, record: dict, spec: dict) -> RunOutcome:
     try:
         calc = Calculator.from_record(ctx.calculators[cid])
         outcome.result = run_calc(calc, ctx.module, {}, presets=_presets(ctx, record, spec))
-    except AiinfraError as exc:
-        outcome.status, outcome.message = "error", str(exc)
+    except AiinfraError as exc:  # a broken calculator record is named by its problems, one line
+        outcome.status, outcome.message = "error", "; ".join(map(str, getattr(exc, "problems", ()))) or str(exc)
         return outcome
     if spec.get("book"):
         outcome.book = _compare(outcome.result, spec["book"])

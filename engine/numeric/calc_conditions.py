@@ -150,6 +150,25 @@ def condition_error(root, calc: Calculator, graph: Graph, exc):
     return exc
 
 
+def record_error(root, calc: Calculator, exc):
+    """A ``KnowledgeError`` about ``calc``'s own record with each problem moved to the file:line of its field
+    (``optional_outputs[4]``: the line of that list item)."""
+    from engine.core.errors import KnowledgeError
+
+    display = _record_file(root, calc)
+    return KnowledgeError([p._replace(place=field_place(root, display, _field_path(p.path))) if p.id == calc.id else p for p in exc.problems])
+
+
+def _field_path(text: str) -> list:
+    """``optional_outputs[4]`` -> ["optional_outputs", 4]."""
+    out: list = []
+    for part in text.split("."):
+        name, _, rest = part.partition("[")
+        out.append(name)
+        out += [int(i) for i in rest.rstrip("]").split("][") if i.isdigit()] if rest else []
+    return out
+
+
 def _record_file(root, calc: Calculator) -> str:
     """The file under ``root`` that defines ``calc`` (``<name>.yaml`` unless another file holds the id)."""
     from engine.kb.yamlio import load_yaml

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.core.errors import InputError, Problem
-from engine.numeric.calc_conditions import condition_function, field_place
-from engine.numeric.calc_records import FORMULA_NUMBER, Calculator, Graph
+from engine.numeric.calc_conditions import condition_function, field_place, record_error
+from engine.numeric.calc_records import FORMULA_NUMBER, Calculator, Graph, graph_of
 from engine.numeric.calc_run import run
 from engine.numeric.evaluate import check_domain
 
@@ -31,10 +31,8 @@ def problems(k) -> list[Problem]:
         calc = Calculator.from_record(rec)
         if place and Path(place.rsplit(":", 1)[0]).stem != calc.name:
             out.append(Problem(place, cid, "id", f"the file should be named {calc.name}.yaml"))
-        for field_, names in (("outputs", calc.outputs), ("optional_outputs", calc.optional_outputs)):
-            for j, name in enumerate(names):
-                if name not in graph.producer:
-                    out.append(Problem(place, cid, f"{field_}[{j}]", f"{name} is not produced by any formula"))
+        broken = graph.unproduced_error(calc, place)
+        out += record_error(k.root, calc, broken).problems if broken is not None else []
         for name, spec in calc.inputs.items():
             if not graph.known(name):
                 out.append(Problem(place, cid, f"inputs.{name}", "is not a formula symbol"))
@@ -86,7 +84,7 @@ def _example_problems(place: str, cid: str, j: int, calc: Calculator, module, ex
 
     from engine.core.errors import AiinfraError
 
-    if any(n not in Graph(module).producer for n in calc.outputs):
+    if graph_of(module).unproduced(calc):
         return []  # reported above: an output no formula produces
     try:
         result = run(calc, module, dict(ex["set"]))

@@ -10,7 +10,7 @@ import sys
 import weakref
 from pathlib import Path
 
-from engine.core.errors import KnowledgeError
+from engine.core.errors import KnowledgeError, Problem
 from engine.core.record import dataclass, field
 from engine.numeric.evaluate import InputValue, OutputValue
 
@@ -94,6 +94,17 @@ class Graph:
             return self.symbols[name]
         out = self.formulas[self.producer[name]]["output"]
         return {"desc": out["desc"], "unit": out["unit"], "domain": "real", "values": [], "default": None, "default_source": ""}
+
+    def unproduced(self, calc: Calculator) -> list[tuple[str, str]]:
+        """(field path, symbol) of each output and optional output of ``calc`` that no formula produces."""
+        fields = (("outputs", calc.outputs), ("optional_outputs", calc.optional_outputs))
+        return [(f"{f}[{j}]", name) for f, names in fields for j, name in enumerate(names) if name not in self.producer]
+
+    def unproduced_error(self, calc: Calculator, place: str = "") -> KnowledgeError | None:
+        """The broken record a calculator with an output nobody produces is (None when every output has a producer)."""
+        problems = [Problem(place or "/".join(FOLDER + (f"{calc.name}.yaml",)), calc.id, path, f"{name} is not produced by any formula")
+                    for path, name in self.unproduced(calc)]
+        return KnowledgeError(problems) if problems else None
 
     def known(self, name: str) -> bool:
         return name in self.symbols or name in self.producer

@@ -29,6 +29,9 @@ def run(calc: Calculator, module, given: dict[str, object], presets: dict[str, t
     one raises its ``_Missing`` (``--set NAME: ... needs a value for NAME ...``), several ``MissingInputs``.
     """
     graph = graph_of(module)
+    broken = graph.unproduced_error(calc)
+    if broken is not None:  # refused like any broken record, before any symbol is looked up
+        raise broken
     fids, allowed = graph.reach(calc)
     for name in given:
         if name not in allowed:

@@ -98,8 +98,14 @@ def calculator(data: SiteData, cid: str) -> Page:
 def _example(data: SiteData, calc, example: dict) -> list[str]:
     from engine.numeric.calculators import run
 
+    from engine.core.errors import AiinfraError
+
     given = {k: str(v) for k, v in example["set"].items()}
-    result = run(calc, data.module, given)
+    try:
+        result = run(calc, data.module, given)
+    except AiinfraError as exc:  # a broken record (`aiinfra check` names it) costs its example, not the site
+        problems = getattr(exc, "problems", None)
+        return ["## Example", "", md_escape(f"The example does not run: {'; '.join(map(str, problems)) if problems else exc}"), ""]
     cli = " ".join(f"--set {k}={v}" for k, v in given.items())
     out = ["## Example", "", md_escape(example.get("source", "")), "", f"`aiinfra calc {calc.name} {cli}` gives:", "",
            "| output | value | unit | |", "|---|---|---|---|"]
