@@ -71,6 +71,16 @@ def add_parsers(verbs, Parser, shared) -> None:
     p.add_argument("--scheduler", metavar="ADDRESS", help="with --executor dask: a running scheduler (default: a local cluster on 127.0.0.1)")
     p.add_argument("--tile", type=_int, default=1_000_000, metavar="P", help="points per tile, each reduced on its worker (default 1e6)")
     p.add_argument("--all", action="store_true", help="train: list layouts that differ only by ZeRO stage and tie on step time (default: folded)")
+    t = p.add_argument_group("train: pin an axis to one value (the others are still searched; every axis given: that layout is evaluated and "
+                             "explained even where the search beats it; JSON holds it under \"pinned\")")
+    t.add_argument("--tp", type=_int, metavar="T", help="tensor-parallel size (divides the heads and KV heads, within --nvlink-domain)")
+    t.add_argument("--cp", type=_int, metavar="C", help="context-parallel size (2 x CP chunks divide the sequence)")
+    t.add_argument("--pp", type=_int, metavar="P", help="pipeline stages (at most the layers; TP x CP x PP divides the GPUs)")
+    t.add_argument("--vp", type=_int, metavar="V", help="model chunks per stage, interleaved 1F1B (any V with PP x V at most the layers)")
+    t.add_argument("--ep", type=_int, metavar="E", help="expert-parallel size (divides the experts and DP; 1 for a dense model)")
+    t.add_argument("--micro-batch", type=_int, metavar="M", help="sequences per micro-batch (DP x M divides the global batch)")
+    t.add_argument("--zero", type=_int, metavar="Z", help="ZeRO stage 0-3 (above 0 needs DP > 1)")
+    t.add_argument("--recompute", metavar="R", help="activation recomputation: none, selective or full")
     s = p.add_argument_group("serve (aiinfra plan serve)")
     s.add_argument("--prompt", type=_int, metavar="P", help="prompt tokens per request")
     s.add_argument("--output", type=_int, metavar="O", help="output tokens per request")
@@ -96,6 +106,8 @@ def add_parsers(verbs, Parser, shared) -> None:
     p.set_defaults(handler="engine.cli.cmd_plan:run")
 
 
+PINS = {"tp": "tp", "cp": "cp", "pp": "pp", "vp": "vp", "ep": "ep", "mb": "micro_batch", "zero": "zero", "recompute": "recompute"}  # axis -> args field
+
 COLUMNS = [("rank", "#"), ("tp", "TP"), ("cp", "CP"), ("pp", "PP"), ("vp", "V"), ("dp", "DP"), ("ep", "EP"), ("mb", "mb"), ("n_micro", "micro-batches"), ("zero", "ZeRO"),
            ("recompute", "recompute"), ("step_s", "step s"), ("mfu_pct", "MFU %"), ("memory_gib", "memory GiB"), ("binding", "binding constraint")]
 
@@ -103,9 +115,13 @@ COLUMNS = [("rank", "#"), ("tp", "TP"), ("cp", "CP"), ("pp", "PP"), ("vp", "V"),
 def run(args) -> int:
     from engine.cli.common import emit, root_of
     from engine.core.errors import InputError
+    from engine.plan.pin import FLAGS
     from engine.plan.train import plan
 
     if args.mode == "serve":
+        for axis in ("cp", "pp", "vp", "mb", "zero", "recompute"):
+            if getattr(args, PINS[axis], None) is not None:
+                raise InputError(FLAGS[axis], "pins a training layout (aiinfra plan); plan serve does not take it")
         return serve(args)
     if args.gpus is None:
         raise InputError("--gpus", "is required (GPUs in the job)")
@@ -122,8 +138,9 @@ def run(args) -> int:
     if args.compute_efficiency is not None:
         options["compute_efficiency"] = args.compute_efficiency
     extra = {"address": args.scheduler} if args.scheduler and args.executor == "dask" else {}
+    pins = {axis: getattr(args, dest) for axis, dest in PINS.items() if getattr(args, dest, None) is not None}
     result = plan(root_of(args), args.model, args.device, args.gpus, top=args.top, executor=args.executor, tile=args.tile,
-                  workers=args.workers, fold=not args.all, **options, **extra)
+                  workers=args.workers, fold=not args.all, pins=pins, **options, **extra)
     emit(render(result, args.format))
     return 0
 
@@ -140,12 +157,12 @@ def render(result, fmt: str) -> str:
     from engine.cli.render import table, to_json
 
     s, f = result.space, result.found
-    head = (f"{s.gpus} GPUs, global batch {s.global_batch} x {s.seq} tokens; {f.points:,} points, {f.layouts:,} valid layouts evaluated in "
-            f"{f.tiles} tile{'' if f.tiles == 1 else 's'} ({f.executor}), {f.feasible:,} fit")
+    head = (f"{s.gpus} GPUs, global batch {s.global_batch} x {s.seq} tokens; {_n(f.points, 'point')}, {_n(f.layouts, 'valid layout')} evaluated in "
+            f"{_n(f.tiles, 'tile')} ({f.executor}), {f.feasible:,} fit")
     if fmt == "json":
         return to_json({"gpus": s.gpus, "global_batch": s.global_batch, "seq": s.seq, "points": f.points, "layouts": f.layouts, "feasible": f.feasible,
                         "tiles": f.tiles, "executor": f.executor, "configurations": list(result.rows), "folded": result.folded, "why": result.why,
-                        "assumptions": list(result.assumptions)})
+                        "pinned": _pinned_json(result), "assumptions": list(result.assumptions)})
     rows = _rows(result)
     if fmt == "csv":
         return table(rows, COLUMNS, "csv")
@@ -154,7 +171,42 @@ def render(result, fmt: str) -> str:
     notes = "\n".join(bullet + a for a in result.assumptions)
     fold = (f"\n{result.folded} layout(s) that differ only by ZeRO stage and tie on step time were folded into the rows above "
             "(the lowest-memory stage kept; --all lists them)") if result.folded else ""
-    return f"{head}\n\n{body}{fold}\n\n{result.why}\n\nassumptions:\n{notes}"
+    pinned = _pinned_text(result, bullet) if result.pins else ""
+    return f"{head}\n\n{pinned}{body}{fold}\n\n{result.why}\n\nassumptions:\n{notes}"
+
+
+def _given(result) -> str:
+    from engine.plan.pin import FLAGS
+
+    return " ".join(f"{FLAGS[a]} {v}" for a, v in result.pins.items())
+
+
+def _pinned_json(result) -> dict | None:
+    if not result.pins:
+        return None
+    return {"given": {a: v for a, v in result.pins.items()}, "layout": result.pinned, "search_best": result.search_best, "versus": result.versus}
+
+
+def _pinned_text(result, bullet: str) -> str:
+    """The pinned layout explained: its terms, memory, rates and binding constraint, then the search's best."""
+    r = result.pinned
+    if r is None or "step_time" not in r:
+        return f"pinned ({_given(result)}): no layout with these values fits the memory of one GPU\n{bullet}{result.versus}\n\n"
+    names = {"compute": "compute", "recompute_extra": "recompute", "tp_comm": "TP comm", "cp_comm": "CP comm", "bubble": "bubble",
+             "pp_comm": "PP comm", "dp_comm": "DP comm", "ep_comm": "EP comm"}
+    parts = " + ".join(f"{label} {r[t]:.4g}" for t, label in names.items())
+    lines = [
+        f"pinned ({_given(result)}): TP {r['tp']} CP {r['cp']} PP {r['pp']} V {r['vp']} DP {r['dp']} EP {r['ep']} micro-batch {r['mb']} "
+        f"({int(round(r['n_micro']))} per step) ZeRO {r['zero']} recompute {r['recompute']}",
+        f"{bullet}step {r['step_time']:.4f} s = {parts} s",
+        f"{bullet}memory {r['memory'] / 2**30:.2f} GiB per GPU of {r['usable'] / 2**30:.2f} GiB usable ({'fits' if r['fits'] else 'DOES NOT FIT'}): "
+        f"model states {r['states'] / 2**30:.2f} GiB + activations {r['activations'] / 2**30:.2f} GiB",
+        f"{bullet}{r['tokens_per_s_per_gpu']:,.1f} tokens/s per GPU, {r['model_tflops_per_gpu']:.1f} model TFLOP/s per GPU, MFU {100 * r['mfu']:.1f}% "
+        "(F1's model FLOPs over the dense peak)",
+        f"{bullet}binding constraint: {r['binding']}",
+        f"{bullet}{result.versus}",
+    ]
+    return "\n".join(lines) + "\n\nsearched with the pinned values fixed:\n"
 
 
 def _seconds(text, field: str) -> float:
@@ -191,7 +243,7 @@ def _layout(r: dict) -> str:
 
 
 def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}" + ("" if count == 1 else "s")
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
 
 
 def serve(args) -> int:

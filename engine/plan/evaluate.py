@@ -144,7 +144,8 @@ def terms(space: Space, v: dict[str, np.ndarray], f: _Formulas | None = None) ->
     n_micro = space.global_batch / (dp * mb)
     # memory (FX105 = F4 + FX104), usable F7
     params_gpu = (space.params - space.expert_params + space.expert_params / ep) * imbalance  # F4 is linear in params
-    states = _by_choice(v["zero"], [f("F4", str(z), params=params_gpu, tp_size=tp, pp_size=pp, dp_size=dp * cp) for z in space.zero])
+    zero_at = np.searchsorted(np.asarray(space.zero), v["zero"])  # the stage's position on the axis (a pinned axis holds one)
+    states = _by_choice(zero_at, [f("F4", str(z), params=params_gpu, tp_size=tp, pp_size=pp, dp_size=dp * cp) for z in space.zero])
     attn = f("FX103", "1" if space.flash else "0", seq_len=s_cp)
     per_layer = _by_choice(v["recompute"], [
         f("F5", r, seq_len=s_cp, micro_batch=mb, hidden=h, heads=space.heads, tp_size=tp, sp_degree=tp, act_bytes_attn=attn) for r in space.recompute])
@@ -198,7 +199,7 @@ def terms(space: Space, v: dict[str, np.ndarray], f: _Formulas | None = None) ->
     out = dict(compute=compute, recompute_extra=recompute, tp_comm=tp_comm, cp_comm=cp_comm, bubble=bubble, pp_comm=pp_comm, dp_comm=dp_comm,
                ep_comm=ep_comm)
     out["step_time"] = compute + recompute + tp_comm + cp_comm + bubble + pp_comm + dp_comm + ep_comm
-    out.update(memory=memory, usable=np.broadcast_to(usable, tp.shape), stage_layers=L_pad / pp, states=states, activations=acts, n_micro=n_micro, bubble_fraction=bubble_frac)
+    out.update(model_flops=np.broadcast_to(flops, tp.shape), memory=memory, usable=np.broadcast_to(usable, tp.shape), stage_layers=L_pad / pp, states=states, activations=acts, n_micro=n_micro, bubble_fraction=bubble_frac)
     return out
 
 
