@@ -34,6 +34,7 @@ def check(k: Knowledge) -> list[Problem]:
     problems += _paths(k, graph)
     problems += _examples(k)
     problems += _hardware(k)
+    problems += _models(k)
     problems += _operators(k)
     problems += _calculators(k)
     problems += _archs(k)
@@ -144,6 +145,15 @@ def cached_outcome(root, run):
     if key and cache.write_json(name, {"counts": counts, "problems": [list(p) for p in problems]}):
         cache.prune("check_", ".json", keep=8)
     return counts, problems
+
+
+def _models(k: Knowledge) -> list[Problem]:
+    """Model records: file named for the id; the architecture reproduces the recorded total (as ``model show`` says)."""
+    if not getattr(k, "models", None):
+        return []
+    from engine.domain import models
+
+    return models.problems(k)
 
 
 def _operators(k: Knowledge) -> list[Problem]:

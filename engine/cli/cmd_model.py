@@ -42,14 +42,10 @@ def billions(n: int) -> str:
 
 def describe(rec: dict, root) -> dict:
     """The record plus what the engine computes from it (the JSON of ``model show``)."""
-    from engine.domain.models import kv_bytes_per_token, parameter_count
+    from engine.domain.models import kv_bytes_per_token, parameter_count, reproduces
 
     counted = parameter_count(rec, root)
-    ref = rec["parameters"]
-    if ref["matches"] == "paper_rounded":
-        reproduced = abs(counted["total"] - ref["total"]) <= ref.get("rel_tol", 0) * ref["total"]
-    else:
-        reproduced = counted["total"] == ref["total"]
+    reproduced = reproduces(rec, counted["total"])
     computed = {"total": counted["total"], "active": counted["active"], "reproduces_reference": reproduced, "parts": counted["parts"],
                 "formulas": counted["formulas"], "extra_formulas": counted["extra_formulas"], "missing_formulas": counted["missing_formulas"],
                 "kv_bytes_per_token_bf16": kv_bytes_per_token(rec, root, 2)}

@@ -10,7 +10,8 @@ run's inputs are filled in layers, each value keeping its source:
 3. a model preset (shape and parameter counts) when the run names one;
 4. the run's own cited inputs, which win over every fill.
 
-A run whose calculator is not in ``knowledge/calculators/`` is reported as not available. A run
+A run whose calculator is not in ``knowledge/calculators/`` is shown as not available by ``arch show``
+and reported as a problem by ``aiinfra check`` (a misspelt id would otherwise pass unnoticed). A run
 may carry the number the book prints; the result says whether it agrees. A failure boundary
 names a run output as evidence and, where the book states one, a threshold: it is then met or
 not met; the boundary's ``upgrade`` names the tier to move to.
@@ -55,6 +56,7 @@ class _Context:
     def __init__(self, root):
         self.root = root
         self._calculators = None
+        self.unloaded = False  # True when the calculators or formulas do not load (their own rules report it)
         self._module = None
         self._devices: dict[tuple[str, str], dict] = {}
 
@@ -282,7 +284,7 @@ def problems(source) -> list[Problem]:
     try:
         _ = ctx.calculators, ctx.module
     except KnowledgeError:  # reported by the formula and calculator rules; runs cannot be checked now
-        ctx._calculators = {}
+        ctx._calculators, ctx.unloaded = {}, True
     for _rid, rec in sorted(records.items()):
         out += _record_problems(ctx, k, records, rec)
     return sorted(out)
@@ -345,7 +347,7 @@ def _record_problems(ctx: _Context, k, records: dict, rec: dict) -> list[Problem
         spec = runs[ev["run"]]
         calc = ctx.calculators.get(spec["calculator"])
         if calc is None:
-            continue  # not available yet: shown as such
+            continue  # the run's own problem names the missing calculator
         if ev["output"] not in calc["outputs"]:
             bad(f"{path}.evidence.output", f"{ev['output']} is not an output of {spec['calculator']} (its outputs: {', '.join(calc['outputs'])})")
             continue
@@ -375,8 +377,10 @@ def _run_problems(ctx: _Context, k, rec: dict, spec: dict, pools: list[str]) -> 
     if spec.get("model") and spec["model"] not in k.models:
         out.append(("model", f"refers to {spec['model']}, which is not in knowledge/models"))
         return out
-    if cid not in ctx.calculators:
-        return out  # not available yet: `arch show` says so
+    if ctx.unloaded:
+        return out  # the calculators do not load: their own problems say why
+    if cid not in ctx.calculators:  # `arch show` runs the rest and shows this run as not available
+        return out + [("calculator", f"refers to {cid}, which is not in knowledge/calculators")]
     calc = Calculator.from_record(ctx.calculators[cid])
     _, allowed = Graph(ctx.module).reach(calc)
     for name in spec.get("inputs", {}):

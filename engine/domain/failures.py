@@ -51,6 +51,9 @@ def problems(k) -> list[Problem]:
     for ident, record in sorted(getattr(k, "failure_taxonomies", {}).items()):
         place = k.places.get(ident, "")
         out += [Problem(place, ident, path, message) for path, message in record_problems(record)]
+        device = record["gpus"].get("device")
+        if device and getattr(k, "hardware", None) and device not in k.hardware:  # a root may hold no hardware folder
+            out.append(Problem(place, ident, "gpus.device", f"refers to {device}, which is not in knowledge/hardware"))
     return sorted(out)
 
 

@@ -103,6 +103,37 @@ def _parameters(computed: int, given: int | None) -> dict:
     return {"total": given, "matches": "given", "reference": f"{given} given at import and reproduced exactly; name its source here"}
 
 
+def reproduces(record: dict, total: int) -> bool:
+    """Whether the architecture's count ``total`` reproduces the record's reference total (within
+    ``rel_tol`` for a paper's rounded figure, exactly otherwise)."""
+    ref = record["parameters"]
+    if ref["matches"] == "paper_rounded":
+        return abs(total - ref["total"]) <= ref.get("rel_tol", 0) * ref["total"]
+    return total == ref["total"]
+
+
+def problems(k) -> list:
+    """Model records: the file is named for the id, and the architecture reproduces the recorded total."""
+    from pathlib import Path
+
+    from engine.core.errors import AiinfraError, Problem
+
+    out = []
+    for ident, record in sorted(getattr(k, "models", {}).items()):
+        place = k.places.get(ident, "")
+        name = ident.split(":", 1)[1]
+        if place and Path(place.rsplit(":", 1)[0]).stem != name:
+            out.append(Problem(place, ident, "id", f"the file should be named {name}.yaml"))
+        try:
+            total = parameter_count(record, k.root)["total"]
+        except AiinfraError as exc:  # a record its layout refuses: the message names the field
+            out.append(Problem(place, ident, "config", f"the parameters cannot be counted: {exc}"))
+            continue
+        if not reproduces(record, total):
+            out.append(Problem(place, ident, "parameters.total", f"the architecture gives {total} parameters, not {record['parameters']['total']}"))
+    return out
+
+
 # -------------------------------------------------------------------------------- records
 def load_models(root) -> dict:
     """The model records of ``root`` (id -> plain dict), schema-checked as ``Knowledge.load`` does.

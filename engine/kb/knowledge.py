@@ -37,7 +37,7 @@ SINGLE_RECORD_FOLDERS = {"models": ("model", "models"), "hardware": ("hardware",
                          "reference_architectures": ("reference_architecture", "reference_architectures"),
                          "systems": ("system", "systems"), "failure_taxonomies": ("failure_taxonomy", "failure_taxonomies")}
 # folders read by their own loader, not by Knowledge.load (measurement tables: engine.domain.measurements)
-OWN_LOADER_FOLDERS = ("measurements",)
+OWN_LOADER_FOLDERS = ("measurements", "calibration")
 # files of knowledge/ that each hold a LIST of records of one kind: file -> (schema, Knowledge attribute)
 RECORD_LIST_FILES = {"carbon_intensity.yaml": ("carbon_intensity", "carbon_intensity")}
 _SCHEMA = {"books": "book", "chapters": "chapter", "concepts": "concept", "paths": "path", "actions": "action"}
@@ -186,7 +186,10 @@ class _Loader:  # the record classes are imported where a record is built: an in
         display = self.display(path)
         data, problems = self.files.load_yaml(path, display)
         self.problems += problems
-        if problems or data is None:
+        if problems:
+            return
+        if data is None:  # an empty file would drop its records without a word
+            self.problems.append(Problem(f"{display}:1", "", "", _empty("expected a list of formula records")))
             return
         if not isinstance(data, list):
             self.problems.append(Problem(display, "", "", "expected a list of formula records"))
@@ -213,7 +216,10 @@ class _Loader:  # the record classes are imported where a record is built: an in
         display = self.display(path)
         data, problems = self.files.load_yaml(path, display)
         self.problems += problems
-        if problems or data is None:
+        if problems:
+            return
+        if data is None:  # an empty file would drop its records without a word
+            self.problems.append(Problem(f"{display}:1", "", "", _empty(f"expected a mapping with keys among {', '.join(KNOWLEDGE_KINDS)}")))
             return
         if not isinstance(data, dict):
             self.problems.append(Problem(display, "", "", f"expected a mapping with keys among {', '.join(KNOWLEDGE_KINDS)}"))
@@ -241,7 +247,10 @@ class _Loader:  # the record classes are imported where a record is built: an in
         display = self.display(path)
         data, problems = self.files.load_yaml(path, display)
         self.problems += problems
-        if problems or data is None:
+        if problems:
+            return
+        if data is None:  # an empty file would drop its records without a word
+            self.problems.append(Problem(f"{display}:1", "", "", _empty(f"expected one {schema} record (a mapping)")))
             return
         if not isinstance(data, dict):
             self.problems.append(Problem(display, "", "", f"expected one {schema} record (a mapping)"))
@@ -260,7 +269,10 @@ class _Loader:  # the record classes are imported where a record is built: an in
         display = self.display(path)
         data, problems = self.files.load_yaml(path, display)
         self.problems += problems
-        if problems or data is None:
+        if problems:
+            return
+        if data is None:  # an empty file would drop its records without a word
+            self.problems.append(Problem(f"{display}:1", "", "", _empty(f"expected a list of {schema} records")))
             return
         if not isinstance(data, list):
             self.problems.append(Problem(display, "", "", f"expected a list of {schema} records"))
@@ -444,3 +456,8 @@ def load_books(root) -> Knowledge:
     loader.k.formulas = ()  # type: ignore[assignment]
     reading_index.write(ident, loader.k)
     return loader.k
+
+
+def _empty(expected: str) -> str:
+    """``expected a list of formula records`` -> ``is empty (expected a list of formula records)``."""
+    return f"is empty ({expected})"

@@ -133,7 +133,10 @@ def read_records(files, kind: str, what: str, reader=None) -> tuple[list[tuple[s
     for path, display in files:
         data, found = load_yaml(path, display)
         problems += found
-        if found or data is None:
+        if found:
+            continue
+        if data is None:  # an empty file would drop its record without a word
+            problems.append(Problem(f"{display}:1", "", "", f"is empty (expected one {what} record)"))
             continue
         if not isinstance(data, dict):
             problems.append(Problem(display, "", "", f"expected one {what} record (a mapping)"))

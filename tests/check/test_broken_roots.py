@@ -72,3 +72,81 @@ def test_site_pages_of_a_broken_calculator_say_its_example_does_not_run():
     page = next(p for p in generate(UNPRODUCED).pages if p.path.endswith("kv-optional.md"))
     assert ("The example does not run: knowledge/calculators/kv-optional.yaml calc:kv-optional optional_outputs\\[0\\]: "
             "kv_bytes_per_request is not produced by any formula") in page.text
+
+
+# ------------------------------------------------------------------ Medium: check passes broken knowledge
+
+SHIPPED = Path(__file__).parent.parent.parent
+
+
+def _root(tmp_path, *folders: str) -> Path:
+    """A copy of the shipped ``folders`` (formulas and records by content, so the compiled module is reused)."""
+    import shutil
+
+    for folder in folders:
+        shutil.copytree(SHIPPED / folder, tmp_path / folder, ignore=shutil.ignore_patterns("measurements"))
+    return tmp_path
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_check_reports_every_empty_record_file(capsys):
+    code, out, _ = run(["check", "--root", str(ROOTS / "empty_record_files")], capsys)
+    assert code == 1
+    assert out.splitlines()[1:6] == [
+        "decision_trees/pd-disaggregation.yaml:1: is empty (expected one decision-tree record)",
+        "formulas/empty.yaml:1: is empty (expected a list of formula records)",
+        "knowledge/calculators/kv-concurrency.yaml:1: is empty (expected one calculator record (a mapping))",
+        "knowledge/extra.yaml:1: is empty (expected a mapping with keys among books, chapters, concepts, paths, actions)",
+        "knowledge/models/qwen3-8b.yaml:1: is empty (expected one model record (a mapping))",
+    ]
+
+
+def test_check_reports_a_model_that_no_longer_reproduces_its_total_and_a_misnamed_model_file(tmp_path):
+    from engine.domain import models
+    from engine.kb.knowledge import Knowledge
+
+    root = _root(tmp_path, "formulas")
+    (root / "knowledge" / "models").mkdir(parents=True)
+    for name in ("llama-3.1-8b", "qwen3-8b"):
+        (root / "knowledge" / "models" / f"{name}.yaml").write_bytes((SHIPPED / "knowledge" / "models" / f"{name}.yaml").read_bytes())
+    _edit(root / "knowledge" / "models" / "llama-3.1-8b.yaml", "  total: 8030261248", "  total: 8030261249")
+    _edit(root / "knowledge" / "models" / "qwen3-8b.yaml", "id: model:qwen3-8b", "id: model:qwen3-9b")
+    k = Knowledge.load(root, strict=False)
+    assert [str(p) for p in models.problems(k)] == [
+        "knowledge/models/llama-3.1-8b.yaml:1 model:llama-3.1-8b parameters.total: the architecture gives 8030261248 parameters, not 8030261249",
+        "knowledge/models/qwen3-8b.yaml:1 model:qwen3-9b id: the file should be named qwen3-9b.yaml",
+    ]
+
+
+def test_check_reports_a_failure_taxonomy_naming_a_missing_device(tmp_path):
+    from engine.domain import failures
+    from engine.kb.knowledge import Knowledge
+
+    folder = tmp_path / "knowledge" / "failure_taxonomies"
+    folder.mkdir(parents=True)
+    src = SHIPPED / "knowledge" / "failure_taxonomies" / "llama3-405b-pretraining.yaml"
+    (folder / src.name).write_bytes(src.read_bytes())
+    _edit(folder / src.name, "device: hw:h100-sxm", "device: hw:h100-sxmm")
+    k = Knowledge.load(tmp_path, strict=False)
+    assert [str(p) for p in failures.problems(k)] == [
+        "knowledge/failure_taxonomies/llama3-405b-pretraining.yaml:1 ft:llama3-405b gpus.device: refers to hw:h100-sxmm, which is not in knowledge/hardware"]
+
+
+def test_check_reports_a_reference_architecture_naming_a_missing_calculator_or_device(tmp_path):
+    from engine.domain import archs
+    from engine.kb.knowledge import Knowledge
+
+    root = _root(tmp_path, "formulas", "knowledge")
+    ra = root / "knowledge" / "reference_architectures" / "ra-02.yaml"
+    _edit(ra, "    calculator: calc:training-duration", "    calculator: calc:training-durations")
+    _edit(ra, "      device: hw:h100-sxm", "      device: hw:h100-sxmm")
+    lines = [str(p) for p in archs.problems(Knowledge.load(root, strict=False)) if "ra-02" in p.place]
+    assert lines[:2] == [
+        "knowledge/reference_architectures/ra-02.yaml:4 arch:ra-02 hardware.pools[0].device: refers to hw:h100-sxmm, which is not in knowledge/hardware",
+        "knowledge/reference_architectures/ra-02.yaml:4 arch:ra-02 runs[0].calculator: refers to calc:training-durations, which is not in knowledge/calculators",
+    ]

@@ -88,7 +88,8 @@ def _root_with(tmp_path, extra: str, book_yaml_edit=None):
     if book_yaml_edit:
         text = book_yaml_edit(text)
     (root / "knowledge" / "book.yaml").write_text(text)
-    (root / "knowledge" / "extra.yaml").write_text(extra)
+    if extra:  # an empty file is a problem of its own (#24)
+        (root / "knowledge" / "extra.yaml").write_text(extra)
     return root
 
 

@@ -61,9 +61,11 @@ def test_a_formula_file_that_is_not_a_list(tmp_path):
     assert problems(root) == ["formulas/f.yaml: expected a list of formula records"]
 
 
-def test_an_empty_file_is_no_problem(tmp_path):
+def test_an_empty_file_is_a_problem(tmp_path):
+    # #24: an emptied file used to drop its records without a word
     root = make_root(tmp_path, {"knowledge/k.yaml": "", "formulas/f.yaml": "# nothing yet\n"})
-    assert problems(root) == []
+    assert problems(root) == ["formulas/f.yaml:1: is empty (expected a list of formula records)",
+                              "knowledge/k.yaml:1: is empty (expected a mapping with keys among books, chapters, concepts, paths, actions)"]
 
 
 def test_a_root_may_hold_only_some_folders(tmp_path):
