@@ -51,7 +51,8 @@ NEEDS = {  # kind -> record fields and workload fields it cannot be evaluated wi
 @dataclass(frozen=True, slots=True)
 class Measurement:
     id: str  # meas:<file>/<row>
-    source: str  # meas:<file>, the unit of the split
+    source: str  # meas:<file>
+    family: str  # the publisher's series (the file's family, else its id): the unit of the held-out split
     place: str  # file:line
     kind: str
     model: str | None
@@ -119,7 +120,7 @@ def build_file(data: dict, display: str, models: set[str] | None, devices: set[s
             problems.append(Problem(place, rid, "id", f"defined twice in the file (first at {seen[rid]})"))
             continue
         seen[rid] = place
-        rec, why = _build(row, rid, source, place, models, devices)
+        rec, why = _build(row, rid, source, str(data.get("family") or source.split(":", 1)[1]), place, models, devices)
         if why:
             problems.append(Problem(place, rid, why[0], why[1]))
         else:
@@ -127,7 +128,7 @@ def build_file(data: dict, display: str, models: set[str] | None, devices: set[s
     return rows, problems
 
 
-def _build(row: dict, rid: str, source: str, place: str, models, devices):
+def _build(row: dict, rid: str, source: str, family: str, place: str, models, devices):
     kind, units = METRICS[row["metric"]]
     if kind != row["kind"]:
         return None, ("metric", f"{row['metric']!r} is a {kind} metric, not a {row['kind']} one")
@@ -145,7 +146,7 @@ def _build(row: dict, rid: str, source: str, place: str, models, devices):
     if devices is not None and f"hw:{row['device']}" not in devices:
         return None, ("device", f"no device record {row['device']!r} in knowledge/hardware/")
     value = float(row["value"]) * units[row["unit"]]
-    rec = Measurement(id=rid, source=source, place=place, kind=kind, model=row.get("model"), device=row["device"],
+    rec = Measurement(id=rid, source=source, family=family, place=place, kind=kind, model=row.get("model"), device=row["device"],
                       gpus=int(row.get("gpus", 1)), layout=dict(row.get("layout", {})), precision=dict(row.get("precision", {})),
                       workload=dict(row.get("workload", {})), engine=row.get("engine"), engine_version=row.get("engine_version"),
                       metric=row["metric"], statistic=row.get("statistic", "single"), value=value, unit=CANONICAL[row["unit"]],

@@ -41,9 +41,7 @@ class Kind:
 
 
 def _fabric(m) -> str:
-    w = m.workload
-    fabric = w.get("fabric") or ("nvlink" if int(w.get("nodes", 1)) == 1 else "infiniband")
-    return "scaleout" if int(w.get("nodes", 1)) > 1 or fabric in ("infiniband", "roce", "ethernet") else fabric
+    return kernels._fabric_of(m.workload)
 
 
 def _gen(m) -> str:
@@ -73,13 +71,13 @@ class Table:
     terms: dict  # name -> np.ndarray
     measured: np.ndarray
     groups: tuple[str, ...]
-    sources: tuple[str, ...]
+    sources: tuple[str, ...]  # each row's family, the unit held out
 
 
 def table(kind: Kind, rows: list, terms: list[dict]) -> Table:
     keys = [k for k, v in terms[0].items() if isinstance(v, int | float) and not isinstance(v, bool)] if terms else []
     t = {k: np.array([float(x[k]) for x in terms]) for k in keys}
-    return Table(kind, tuple(rows), t, np.array([r.value for r in rows]), tuple(kind.group(r) for r in rows), tuple(r.source for r in rows))
+    return Table(kind, tuple(rows), t, np.array([r.value for r in rows]), tuple(kind.group(r) for r in rows), tuple(r.family for r in rows))
 
 
 def _layout(kind: Kind, groups: list[str]) -> list[tuple[str, str]]:
@@ -106,7 +104,7 @@ def predict(tab: Table, fitted: dict, mask=None) -> np.ndarray:
     return np.array([out[tab.rows[i].metric][j] for j, i in enumerate(idx)])
 
 
-def fit(tab: Table, mask=None) -> dict:
+def fit(tab: Table, mask=None, start: dict | None = None) -> dict:
     """Least-squares fit on the rows of ``mask`` (all when None): {param: {'shared': v, group: v, ...}}."""
     from scipy.optimize import least_squares
 
@@ -119,7 +117,8 @@ def fit(tab: Table, mask=None) -> dict:
     params = {p.name: p for p in kind.params}
     lo = np.log([params[n].low for n, _ in slots])
     hi = np.log([params[n].high for n, _ in slots])
-    x0 = np.clip(np.log([params[n].start for n, _ in slots]), lo + 1e-9, hi - 1e-9)
+    first = [(start or {}).get(n, {}).get(g, (start or {}).get(n, {}).get("shared", params[n].start)) for n, g in slots]
+    x0 = np.clip(np.log(first), lo + 1e-9, hi - 1e-9)
     t = {k: v[idx] for k, v in tab.terms.items()}
     rec_groups = [tab.groups[i] for i in idx]
     metrics = [tab.rows[i].metric for i in idx]
@@ -144,16 +143,16 @@ def fit(tab: Table, mask=None) -> dict:
         prior = np.array([PRIOR * (x[i] - x[j]) for i, j in prior_pairs])
         return np.concatenate([r, prior])
 
-    sol = least_squares(residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.3, max_nfev=400)
+    sol = least_squares(residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.3, max_nfev=200)
     return unpack(sol.x)
 
 
-def held_out(tab: Table) -> np.ndarray:
-    """Each row predicted by the fit on every other source (leave one source out)."""
+def held_out(tab: Table, start: dict | None = None) -> np.ndarray:
+    """Each row predicted by the fit on every other source (leave one source out), each fit started from ``start``."""
     pred = np.empty(len(tab.rows))
     sources = np.array(tab.sources)
     for src in sorted(set(tab.sources)):
         out = sources == src
-        fitted = fit(tab, ~out)
+        fitted = fit(tab, ~out, start)
         pred[out] = predict(tab, fitted, out)
     return pred

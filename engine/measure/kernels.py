@@ -15,6 +15,8 @@ the scale-out NIC per GPU (400 Gb/s = 50 GB/s) across nodes. Latency and e_link 
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from engine.measure.generations import Unmapped
@@ -64,9 +66,22 @@ def hbm_times(t, p) -> dict:
     return dict(bandwidth=t["hbm"] * p["e_hbm"])
 
 
+def _fabric_of(w: dict) -> str:
+    """The fabric the collective's bottleneck runs on: as stated (an NVL72 rack is NVLink across its hosts); unstated,
+    NVLink inside one node and the scale-out NICs across nodes; InfiniBand, RoCE and Ethernet are all 'scaleout'."""
+    fabric = w.get("fabric") or ("nvlink" if int(w.get("nodes", 1)) == 1 else "infiniband")
+    return "scaleout" if fabric in ("infiniband", "roce", "ethernet") else fabric
+
+
+@lru_cache(maxsize=8)
+def _hardware(root: str) -> dict:
+    from engine.kb.folders import folder_view
+
+    return folder_view(root, "hardware").hardware
+
+
 def collective_terms(root, m) -> dict:
     from engine.domain import hardware
-    from engine.kb.folders import folder_view
 
     w = m.workload
     op, n = w["op"], int(w.get("ranks") or m.gpus)
@@ -74,11 +89,11 @@ def collective_terms(root, m) -> dict:
         raise Unmapped(f"no busbw factor for {op}")
     if n < 2:
         raise Unmapped("a collective over one rank moves nothing")
-    fabric = w.get("fabric") or ("nvlink" if int(w.get("nodes", 1)) == 1 else "infiniband")
-    rec = folder_view(root, "hardware").hardware.get(f"hw:{m.device}")
+    fabric = _fabric_of(w)
+    rec = _hardware(str(root)).get(f"hw:{m.device}")
     if rec is None:
         raise Unmapped(f"no device {m.device}")
-    if int(w.get("nodes", 1)) > 1 or fabric in ("infiniband", "roce", "ethernet"):
+    if fabric == "scaleout":
         link = SCALEOUT
     elif fabric == "pcie":
         host = rec.get("host_link")

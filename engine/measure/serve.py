@@ -18,18 +18,17 @@ capped by the K/V pages that fit, as engines admit):
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from engine.core.errors import InputError
 from engine.measure.generations import Unmapped
 
-FIELDS = ("c", "g", "replicas", "output", "prompt", "cd", "bd", "ar_n", "ar_steps", "ar_wire", "ar_wire_p", "ep_bytes", "cp", "peak", "hbm", "link", "ep_link")
-
 
 def terms(root, m) -> dict:
     """The record's work terms at 100 % of every peak (Unmapped when the engine cannot run its layout)."""
     from engine.plan.evaluate import _Formulas
-    from engine.plan.serve import build_serve
     from engine.plan.serve_eval import constants, on_gpu, read_per_token
 
     lay, w = m.layout, m.workload
@@ -46,41 +45,60 @@ def terms(root, m) -> dict:
         raise Unmapped(f"{m.gpus} GPUs are not a multiple of TP x EP = {g}")
     replicas = m.gpus // g
     prec = m.precision
-    try:
-        s = build_serve(root, m.model, m.device, prompt=int(w["prompt"]), output=int(w["output"]), ttft=1e9, tpot=1e9, max_batch=1,
-                        mfu=1.0, mbu=1.0, weights=prec.get("weights"), kv_cache=prec.get("kv_cache"), precision=prec.get("compute", prec.get("weights", "bf16")),
-                        allreduce_latency=0.0, split=False, prune="none")
-    except InputError as exc:
-        raise Unmapped(f"{exc.field}: {exc.message}") from None
+    s = _space(str(root), m.model, m.device, int(w["prompt"]), int(w["output"]), prec.get("weights"), prec.get("kv_cache"),
+               prec.get("compute", prec.get("weights", "bf16")))
     if tp not in s.tp:
         raise Unmapped(f"TP {tp} does not divide the model's heads (valid: {', '.join(map(str, s.tp))})")
     f = _Formulas(str(root))
     c0 = constants(s, f)
-    w_gpu = c0["w_dense"] / tp + (c0["w_expert"] / (tp * ep) if s.expert_params else 0.0)
+    w_dense = c0["w_dense"] / tp
+    w_expert = c0["w_expert"] / (tp * ep) if s.expert_params else 0.0
     per_req = float(on_gpu(s, c0, "kv_request", tp))
-    fits = int(max(0.0, (c0["usable"] - w_gpu)) // per_req) * ep if per_req > 0 else 10**9
+    fits = int(max(0.0, (c0["usable"] - w_dense - w_expert)) // per_req) * ep if per_req > 0 else 10**9
     if fits < 1:
         raise Unmapped("the weights and one request's K/V do not fit this instance")
-    want = _concurrency(w, replicas)
-    c = float(min(want, fits)) if want else float(fits)
-    b = c / ep  # sequences per attention group
-    cd = float(f("FX131", decode_batch=b, infer_flops_per_token=c0["flops_decode"], tp_size=float(tp), peak_flops=1.0, mfu=1.0))
-    bd = float(f("FX132", weight_bytes=w_gpu, tp_size=1.0, decode_batch=b, context_tokens=c0["ctx"], kv_bytes_per_token_per_gpu=float(read_per_token(s, c0, tp)),
-                 hbm_bandwidth=1.0, mbu=1.0))
+    # per sequence in the batch (each EP attention group holds c / EP of them): FX131 FLOPs, FX132 K/V bytes, FX702 message
+    cd1 = float(f("FX131", decode_batch=1.0, infer_flops_per_token=c0["flops_decode"], tp_size=float(tp), peak_flops=1.0, mfu=1.0))
+    kv1 = float(f("FX132", weight_bytes=0.0, tp_size=1.0, decode_batch=1.0, context_tokens=c0["ctx"], kv_bytes_per_token_per_gpu=float(read_per_token(s, c0, tp)),
+                  hbm_bandwidth=1.0, mbu=1.0))
     ar_n = float(f("FX703", comm_passes=1, layers=float(s.allreduce_layers or s.layers))) if tp > 1 else 0.0
-    ar_wire = float(f("FX1", "allreduce", msg_bytes=f("FX702", batch_tokens=b, hidden=float(s.hidden)), ranks=float(tp))) if tp > 1 else 0.0
-    ar_wire_p = float(f("FX1", "allreduce", msg_bytes=f("FX702", batch_tokens=float(s.prompt), hidden=float(s.hidden)), ranks=float(tp))) if tp > 1 else 0.0
-    ep_bytes = 0.0
+    ar1 = float(f("FX1", "allreduce", msg_bytes=f("FX702", batch_tokens=1.0, hidden=float(s.hidden)), ranks=float(tp))) if tp > 1 else 0.0
+    ep1 = 0.0
     if s.expert_params and ep > 1:
-        ep_bytes = float(f("F19", comm_passes=1, top_k=float(s.top_k), hidden=float(s.hidden), ep_size=float(ep))) * b * (s.moe_layers or s.layers)
-    cp = float(c0["flops_prefill"] * s.prompt / g)  # FX74's FLOPs of one prompt per GPU of the instance
-    return dict(c=c, g=float(g), replicas=float(replicas), output=float(s.output), prompt=float(s.prompt), cd=cd, bd=bd, ar_n=ar_n,
-                ar_steps=2.0 * (tp - 1), ar_wire=ar_wire, ar_wire_p=ar_wire_p, ep_bytes=ep_bytes, cp=cp, peak=s.peak, hbm=s.hbm_bw,
-                link=s.nvlink_bw, ep_link=s.nvlink_bw if g <= s.nvlink_domain else s.scaleout_bw,
-                capped=bool(want and fits < want), fits=fits)
+        ep1 = float(f("F19", comm_passes=1, top_k=float(s.top_k), hidden=float(s.hidden), ep_size=float(ep))) * (s.moe_layers or s.layers)
+    experts = float(s.expert_params and (s.params - s.params_active) and _experts(root, m.model)) or 0.0
+    n = 0.0 if w.get("rate") else float(w.get("requests") or 0) / replicas  # a closed-loop run's N requests (the first c start at once)
+    want = _concurrency(w, replicas)
+    return dict(fixed=float(want), rate=float(w.get("rate") or 0) / replicas, fits=float(fits), burst=n, g=float(g), ep=float(ep), replicas=float(replicas),
+                output=float(s.output), prompt=float(s.prompt), w_dense=w_dense, w_expert=w_expert, experts=experts, top_k=float(s.top_k),
+                cd1=cd1, kv1=kv1, ar_n=ar_n, ar_steps=2.0 * (tp - 1), ar1=ar1, ep1=ep1, cp=float(c0["flops_prefill"] * s.prompt / g),
+                peak=s.peak, hbm=s.hbm_bw, link=s.nvlink_bw, ep_link=s.nvlink_bw if g <= s.nvlink_domain else s.scaleout_bw,
+                capped=bool(want and fits < want))
+
+
+@lru_cache(maxsize=512)
+def _space(root: str, model: str, device: str, prompt: int, output: int, weights, kv_cache, precision: str):
+    """plan serve's space for the record at 100 % of every peak (one per model, device, lengths and precisions)."""
+    from engine.plan.serve import build_serve
+
+    try:
+        return build_serve(root, model, device, prompt=prompt, output=output, ttft=1e9, tpot=1e9, max_batch=1, mfu=1.0, mbu=1.0, weights=weights,
+                           kv_cache=kv_cache, precision=precision, allreduce_latency=0.0, split=False, prune="none")
+    except InputError as exc:
+        raise Unmapped(f"{exc.field}: {exc.message}") from None
+
+
+@lru_cache(maxsize=256)
+def _experts(root, model: str) -> int:
+    from engine.domain import presets
+    from engine.plan.space import _preset
+
+    return int(_preset(presets, root, model, None, "bf16", "--model").get("n_experts") or 0)
 
 
 def _concurrency(w: dict, replicas: int) -> float:
+    if w.get("rate"):
+        return 0.0  # open loop: the requests in flight follow from the rate (Little's law, solved in times)
     if w.get("concurrency"):
         return w["concurrency"] / replicas
     if w.get("batch"):
@@ -88,24 +106,60 @@ def _concurrency(w: dict, replicas: int) -> float:
     return 0.0  # unstated: as many as fit (a max-throughput run)
 
 
+def _step(t, p, c):
+    """FX75's decode step of c sequences per instance: the weights the batch touches (a MoE layer reads the experts
+    the batch routes to: E (1 - (1 - k/E)^c) of E, balanced routing), their K/V, FX131 FLOPs; TP all-reduces; EP All2All."""
+    b = c / t["ep"]
+    touched = np.where(t["experts"] > 0, 1 - (1 - t["top_k"] / np.maximum(t["experts"], 1)) ** c, 1.0)
+    reads = t["w_dense"] + t["w_expert"] * touched + b * t["kv1"]
+    ar = t["ar_n"] * (t["ar_steps"] * p["ar_latency"] + b * t["ar1"] / (t["link"] * p["e_link"]))
+    return np.maximum(b * t["cd1"] / (t["peak"] * p["e_decode"]), reads / (t["hbm"] * p["e_hbm"])) + ar + b * t["ep1"] / (t["ep_link"] * p["e_link"]) + p["overhead"]
+
+
 def times(t: dict[str, np.ndarray], p: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """TTFT, TPOT, E2E (s) and throughputs of terms ``t`` under parameters ``p`` (arrays, one entry per record):
     e_prefill, e_decode, e_hbm, e_link, ar_latency (s per ring step), overhead (s per step)."""
-    ar = t["ar_n"] * (t["ar_steps"] * p["ar_latency"] + t["ar_wire"] / (t["link"] * p["e_link"]))
-    ar_p = t["ar_n"] * (t["ar_steps"] * p["ar_latency"] + t["ar_wire_p"] / (t["link"] * p["e_link"]))
-    ep = t["ep_bytes"] / (t["ep_link"] * p["e_link"])
-    step = np.maximum(t["cd"] / (t["peak"] * p["e_decode"]), t["bd"] / (t["hbm"] * p["e_hbm"])) + ar + ep + p["overhead"]
-    prefill = t["cp"] / (t["peak"] * p["e_prefill"]) + ar_p + p["overhead"]
-    tpot = step + t["c"] * prefill / t["output"]
-    # closed loop: X = c / E2E; rho = X T_p; E2E = TTFT + (output - 1) TPOT, TTFT = T_p + step/2 + rho T_p / (2 (1 - rho)); two fixed-point passes
-    ttft = prefill + step / 2
-    for _ in range(3):
-        e2e = ttft + (t["output"] - 1) * tpot
-        rho = np.minimum(t["c"] / e2e * prefill, 0.95)
-        ttft = prefill + step / 2 + rho * prefill / (2 * (1 - rho))
-    e2e = ttft + (t["output"] - 1) * tpot
-    x = t["c"] / e2e  # requests/s per instance
+    prefill = t["cp"] / (t["peak"] * p["e_prefill"]) + t["ar_n"] * (t["ar_steps"] * p["ar_latency"] + t["prompt"] * t["ar1"] / (t["link"] * p["e_link"])) + p["overhead"]
+    c = np.where(t["fixed"] > 0, np.minimum(t["fixed"], t["fits"]), t["fits"])
+    open_loop = t["rate"] > 0
+    if open_loop.any():  # c = rate x E2E (FX81), iterated from one request in flight, on the open-loop rows alone
+        k = np.flatnonzero(open_loop)
+        ts, ps, pre = {n: v[k] for n, v in t.items()}, {n: v[k] for n, v in p.items()}, prefill[k]
+        ck = np.ones(len(k))
+        for _ in range(12):
+            e2e = _closed(ts, ps, ck, pre, burst=False)[0]
+            ck = np.clip(0.5 * ck + 0.5 * ts["rate"] * e2e, 1.0, ts["fits"])
+        c = c.copy()
+        c[k] = ck
+    e2e, ttft, tpot, x = _closed(t, p, c, prefill)
+    x = np.where(open_loop, np.minimum(t["rate"], x), x)
     out_tps = x * t["output"]
     return dict(ttft=ttft, tpot=tpot, itl=tpot, e2e_latency=e2e, request_throughput=x * t["replicas"],
                 output_throughput=out_tps * t["replicas"], output_throughput_per_gpu=out_tps / t["g"],
                 total_throughput_per_gpu=x * (t["output"] + t["prompt"]) / t["g"])
+
+
+QUANTILES = (np.arange(64) + 0.5) / 64
+
+
+def _closed(t, p, c, prefill, burst=True):
+    """A closed loop of c requests per instance: E2E, TTFT, TPOT and requests/s (Little's law, FX81)."""
+    step = _step(t, p, c)
+    tpot = step + c * prefill / t["output"]  # FX78 with the chunked-prefill share of each step
+    ttft = prefill + step / 2
+    for _ in range(3):  # steady state: an M/D/1 wait for the prefills, rho = X T_p
+        e2e = ttft + (t["output"] - 1) * tpot
+        rho = np.minimum(c / e2e * prefill, 0.95)
+        ttft = prefill + step / 2 + rho * prefill / (2 * (1 - rho))
+    e2e = ttft + (t["output"] - 1) * tpot
+    x = c / e2e
+    # a benchmark of N requests starts its first c at once: request i waits for the i - 1 prefills before it, or
+    # (past the first wave) for a slot, freed at X per second; the mean over N replaces the steady-state wait
+    n = t["burst"]
+    burst = (n >= 1) & burst
+    if burst.any():
+        i = 1 + np.outer(np.maximum(n, 1), QUANTILES)
+        wait = np.maximum((np.minimum(i, c[:, None]) - 1) * prefill[:, None], (i - c[:, None]) / x[:, None])
+        ttft = np.where(burst, prefill + step / 2 + wait.mean(axis=1), ttft)
+        e2e = ttft + (t["output"] - 1) * tpot
+    return e2e, ttft, tpot, x

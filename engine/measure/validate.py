@@ -80,7 +80,7 @@ def run(root, *, kinds=None, device: str | None = None, model: str | None = None
         tab = table(kind, ok, terms)
         fitted = fit(tab)
         inside = predict(tab, fitted)
-        out = held_out(tab)
+        out = held_out(tab, fitted)
         calibration[name] = fitted
         sources[name] = sorted(set(tab.sources))
         keep = np.array([(device is None or m.device == device) and (model is None or m.model == model) for m in ok])
