@@ -151,6 +151,9 @@ MAX_FACTORED_POWER = 12  # integer powers above this are not factored (see _sign
 log = logging.getLogger("aiinfra")
 
 
+timeouts = [0]  # monotonicity questions this process gave up on (engine.numeric.directions does not cache such answers)
+
+
 class _OutOfTime(BaseException):
     """Raised by the SIGALRM handler; a BaseException so SymPy's ``except Exception`` cannot swallow it."""
 
@@ -234,6 +237,7 @@ def monotonicity(expr: sp.Expr, symbol: sp.Symbol, seconds: float | None = None,
             own, target = (expr.xreplace(mine), fresh[symbol]) if fresh else (expr, symbol)
             return _monotonicity(own, target, _orderings(ordered, {**moved, **mine}, {}))
     except _OutOfTime:
+        timeouts[0] += 1
         log.warning("monotonicity of %s in %s could not be decided within %g s; treated as unknown", _short(sp.sstr(expr)), symbol, budget)
         return None
 

@@ -31,7 +31,7 @@ def cache_dir() -> str:
     return cache.location()
 
 
-_OWN = ("engine/numeric/compiled.py", "engine/core/cache.py", "engine/core/codegen.py", "engine/core/expr.py", "engine/core/units.py", "engine/core/symbolic.py", "engine/kb/formulas.py", "engine/kb/records.py")
+_OWN = ("engine/numeric/compiled.py", "engine/numeric/directions.py", "engine/core/cache.py", "engine/core/codegen.py", "engine/core/expr.py", "engine/core/units.py", "engine/core/symbolic.py", "engine/kb/formulas.py", "engine/kb/records.py")
 
 
 def content_hash(root) -> str:
@@ -340,36 +340,14 @@ def generate(formulas) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _symbolic_part(f) -> list[tuple]:
-    """Per variant of ``f``: (directions, orderings, directions under the orderings, scaling shape),
-    the SymPy work of code generation (most of a cold compile)."""
-    from engine.core import symbolic
+def _symbolic_parts(formulas: list) -> list[list]:
+    """Per formula, per variant: (directions, orderings, directions under the orderings, scaling
+    shape), the SymPy work of code generation, cached per formula by engine.numeric.directions
+    (shipped table, private cache, else SymPy over forked workers: the same answers in the
+    formulas' order, so the generated module is identical to a serial run's)."""
+    from engine.numeric import directions
 
-    numeric = {n: s for n, s in f.symbols.items() if not s.categorical}
-    sym_table = symbolic.make_symbols({n: s.domain for n, s in numeric.items()})
-    out = []
-    for index, variant in enumerate(f.variants):
-        used = variant.tree.symbols()
-        inputs = [n for n in numeric if n in used]
-        sympy_expr = symbolic.variant_to_sympy(f, index, sym_table)
-        domains = {sym_table[n]: numeric[n].domain for n in inputs}
-        mono = {n: symbolic.monotonicity(sympy_expr, sym_table[n], domains=domains) for n in inputs}
-        given = [[a, b] for a, b in f.ordered if a in inputs and b in inputs]
-        pairs = [(sym_table[a], sym_table[b]) for a, b in given]
-        # the directions where every ordering holds (engine.numeric.calc_ranges checks that it does)
-        mono_given = {n: (mono[n] if mono[n] is not None else symbolic.monotonicity(sympy_expr, sym_table[n], domains=domains, ordered=pairs))
-                      for n in inputs} if given else {}
-        out.append((mono, given, mono_given, symbolic.scaling_shape(sympy_expr)))
-    return out
-
-
-def _symbolic_parts(formulas: list) -> list[list[tuple]]:
-    """:func:`_symbolic_part` of every formula, over forked workers when more than one CPU is
-    available (engine.core.forked: the same answers, in the formulas' order, so the generated
-    module is identical to a serial run's)."""
-    from engine.core.forked import forked_map
-
-    return forked_map(_symbolic_part, formulas, minimum=9)
+    return directions.parts(formulas)
 
 
 def _symbol_meta(s) -> dict:
