@@ -17,7 +17,7 @@ import numpy as np
 
 from engine.core.record import dataclass
 from engine.measure import kernels, serve, train
-from engine.measure.generations import generation
+from engine.measure.generations import generation, precision_class
 
 PRIOR = 3.0  # weight of log(group / shared) against one record's log residual
 
@@ -48,12 +48,17 @@ def _gen(m) -> str:
     return generation(m.device)
 
 
+def _gen_precision(m) -> str:
+    return f"{generation(m.device)}:{precision_class(m.precision.get('compute'))}"
+
+
 KINDS = {
     "serve": Kind("serve", serve.terms, serve.times, (
         Param("e_prefill", 0.5, 0.05, 1.0, True), Param("e_decode", 0.5, 0.05, 1.0, True), Param("e_hbm", 0.8, 0.2, 1.0, True),
         Param("e_link", 0.7, 0.1, 1.0, False), Param("ar_latency", 5e-6, 1e-7, 1e-4, False), Param("overhead", 3e-3, 1e-5, 0.1, False)), _gen),
     "train": Kind("train", train.terms, train.times, (
-        Param("e_train", 0.5, 0.05, 1.0, True), Param("e_link", 0.6, 0.05, 1.0, False)), _gen),
+        Param("e_train", 0.5, 0.05, 1.0, True), Param("exposed", 0.5, 0.01, 1.0, False),
+        Param("x_half", 64.0, 1.0, 1024.0, False), Param("kappa", 20.0, 1.0, 200.0, False)), _gen_precision),
     "gemm": Kind("gemm", kernels.gemm_terms, kernels.gemm_times, (
         Param("e_gemm", 0.7, 0.05, 1.0, True), Param("launch", 5e-6, 1e-7, 1e-3, True), Param("e_hbm", 0.8, 0.2, 1.0, False)), _gen),
     "hbm": Kind("hbm", kernels.hbm_terms, kernels.hbm_times, (Param("e_hbm", 0.85, 0.2, 1.0, True),), _gen),

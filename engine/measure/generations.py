@@ -28,3 +28,21 @@ class Unmapped(Exception):
 
 def generation(device: str) -> str:
     return GENERATION.get(device, "all")
+
+
+# GPUs in one NVLink domain where it is not the 8 of an HGX board: NVIDIA GB200 NVL72 and GB300 NVL72 join 72 Blackwell
+# GPUs in one NVLink switch domain (NVIDIA GB200 NVL72 and GB300 NVL72 product pages: "72 Blackwell GPUs ... a single
+# NVLink domain")
+NVLINK_DOMAIN = {"gb200": 72, "gb300": 72}
+
+
+def nvlink_domain(device: str) -> int:
+    return NVLINK_DOMAIN.get(device, 8)
+
+
+LOW_PRECISION = ("fp8", "mxfp8", "nvfp4", "mxfp4", "fp4", "int8")
+
+
+def precision_class(precision: str | None) -> str:
+    """'low' for the block-scaled and 8-bit matrix paths (whose end-to-end gain is below their peak's), else '16-bit'."""
+    return "low" if (precision or "bf16").lower() in LOW_PRECISION else "16-bit"
