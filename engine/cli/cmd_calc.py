@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from engine.cli.common import emit, parse_sets, publish, root_of, scan_options
+from engine.cli.common import emit, parse_sets, root_of, scan_options
 from engine.cli.render import table, to_json
 from engine.core.errors import InputError
 from engine.core.humanize import friendly, number, value_range
@@ -230,12 +230,11 @@ def _sweep_csv(name: str, x_unit: str, xs, ys: dict, units: dict) -> str:
 
 def _plot(path: str, name: str, x_unit: str, xs, ys: dict, units: dict, log: bool, result) -> None:
     """One panel per output over the swept input, written atomically (matplotlib imported only here)."""
-    import os
-    import tempfile
+    import io
 
     import numpy as np
 
-    from engine.cli.common import write_error
+    from engine.cli.common import write_atomic
 
     try:
         import matplotlib
@@ -244,7 +243,7 @@ def _plot(path: str, name: str, x_unit: str, xs, ys: dict, units: dict, log: boo
         import matplotlib.pyplot as plt
     except ImportError:
         raise InputError("--plot", "needs matplotlib (pip install 'aiinfra[plot]' or pip install matplotlib); the CSV above is complete") from None
-    folder, suffix = _plot_target(path)
+    _, suffix = _plot_target(path)
     names = [n for n in ys if np.nanmax(ys[n]) != np.nanmin(ys[n])] or list(ys)  # constant outputs stay in the CSV only
     fig, axes = plt.subplots(len(names), 1, sharex=True, figsize=(7, 2.2 * len(names) + 0.8), squeeze=False)
     for ax, n in zip(axes[:, 0], names, strict=True):
@@ -256,18 +255,12 @@ def _plot(path: str, name: str, x_unit: str, xs, ys: dict, units: dict, log: boo
     axes[-1, 0].set_xlabel(f"{name} [{x_unit}]" if x_unit not in ("", "1") else name)
     fig.suptitle(f"{result.calculator}: {result.title}", fontsize=10)
     fig.tight_layout()
-    tmp = ""
+    buf = io.BytesIO()  # drawn in memory: a backend that fails mid-write (PDF on a full disk) never sees the file
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=f".{suffix}")
-        os.close(fd)
-        fig.savefig(tmp, format=suffix)
-        publish(tmp, path)
-    except OSError as exc:
-        raise write_error("--plot", path, exc) from None
+        fig.savefig(buf, format=suffix)
     finally:
         plt.close(fig)
-        if tmp and os.path.exists(tmp):
-            os.unlink(tmp)
+    write_atomic(path, buf.getvalue(), "--plot")
 
 
 def _plot_target(path: str) -> tuple[str, str]:

@@ -69,11 +69,11 @@ def parse_sets(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-def write_atomic(path: str, text: str, option: str = "--out") -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder, then rename.
+def write_atomic(path: str, text: str | bytes, option: str = "--out") -> None:
+    """Write ``text`` (or bytes) to ``path`` through a temporary file in the same folder, then rename.
 
-    Every way the write can fail (an empty path, a folder, a read-only folder, ``/proc``) is an
-    InputError naming ``option`` and the path."""
+    Every way the write can fail (an empty path, a folder, a read-only folder, ``/proc``, a full
+    disk, an existing FIFO, device or symbolic link) is an InputError naming ``option`` and the path."""
     import tempfile
 
     folder = writable_target(path, option)
@@ -82,7 +82,7 @@ def write_atomic(path: str, text: str, option: str = "--out") -> None:
     except OSError as exc:
         raise write_error(option, path, exc) from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        with os.fdopen(fd, "wb") if isinstance(text, bytes) else os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         publish(tmp, path)
     except OSError as exc:
@@ -101,7 +101,25 @@ def writable_target(path: str, option: str) -> str:
     folder = os.path.dirname(path) or "."
     if not os.path.isdir(folder):
         raise InputError(option, f"the folder {folder!r} does not exist")
+    _regular_or_new(path, option)
     return folder
+
+
+def _regular_or_new(path: str, option: str) -> None:
+    """A write replaces only a regular file of its own: an existing FIFO, device or socket is refused (the
+    rename would put a regular file in its place), and so is a symbolic link (never written through)."""
+    import stat
+
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise write_error(option, path, exc) from None
+    if stat.S_ISLNK(mode):
+        raise InputError(option, f"{path!r} is a symbolic link (expected a regular file or a new path; links are not written through)")
+    if not stat.S_ISREG(mode):
+        raise InputError(option, f"{path!r} exists and is not a regular file (expected a regular file or a new path)")
 
 
 def write_error(option: str, path: str, exc: OSError) -> InputError:

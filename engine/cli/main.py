@@ -169,7 +169,7 @@ def build_parser(argv: list[str] | None = None):
     _shared(p, False)
     p = gverbs.add_parser("export", help="write the graph as GraphML or JSON", description="Write the whole graph as GraphML or node-link JSON, to stdout or a file (written atomically).")
     p.add_argument("--to", choices=("graphml", "json"), required=True, help="export format")
-    p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("--out", metavar="FILE", help="write to FILE instead of stdout (replaces only a regular file: a symbolic link, FIFO or device is refused)")
     _shared(p, False)
     _models_and_hardware(verbs, Parser, raw, _memory_figures(argv))
     if not (argv and (argv[0] in verbs.choices or argv[0] == "calc")):
@@ -314,7 +314,7 @@ def _calculators(verbs, Parser, raw, root: str | None) -> None:
         p.add_argument("--sweep", metavar="NAME=LO..HI", help="evaluate every output over NAME from LO to HI (vectorised; CSV on stdout, JSON with --format json, a table with --format md)")
         p.add_argument("--points", type=int, default=32, metavar="N", help="points of the sweep, 2 to 100,000 (default 32; integer inputs are rounded and deduplicated)")
         p.add_argument("--log", action="store_true", help="space the sweep's points logarithmically")
-        p.add_argument("--plot", metavar="FILE.svg", help="with --sweep: also draw the curves to FILE (svg, png or pdf; needs matplotlib)")
+        p.add_argument("--plot", metavar="FILE.svg", help="with --sweep: also draw the curves to FILE (svg, png or pdf; needs matplotlib; replaces only a regular file: a symbolic link, FIFO or device is refused)")
         _shared(p, False)
 
 
