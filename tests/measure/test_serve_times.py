@@ -1,0 +1,77 @@
+"""Serving times of hand-built work terms (engine/measure/serve.py ``times``), by hand arithmetic.
+
+One instance on one GPU (TP 1, EP 1: the all-reduce terms are 0), an 8B-parameter dense model in BF16:
+16e9 B of weights and 2 x 8e9 = 16e9 FLOPs per decoded token; 1e6 B of K/V per sequence; a 1000-token
+prompt of 2 x 8e9 x 1000 = 1.6e13 FLOPs; 100 output tokens. Peak 1e15 FLOP/s, HBM 2e12 B/s.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.measure import serve
+
+P = dict(e_prefill=0.5, e_decode=0.5, e_hbm=0.8, e_link=0.7, ar_latency=5e-6, overhead=2e-3)
+DENSE = dict(fixed=1, rate=0, fits=100, burst=0, sent=0, g=1, ep=1, replicas=1, output=100, prompt=1000, w_dense=16e9, w_expert=0,
+             experts=0, top_k=0, cd1=16e9, kv1=1e6, ar_n=0, ar_steps=0, ar1=0, ep1=0, cp=1.6e13, peak=1e15, hbm=2e12, link=450e9,
+             ep_link=450e9)
+# prefill: 1.6e13 / (1e15 x 0.5) + overhead = 0.032 + 0.002 = 0.034 s
+PREFILL = 1.6e13 / (1e15 * 0.5) + 2e-3
+
+
+def times(**over) -> dict:
+    t = {k: np.array([float(v)]) for k, v in {**DENSE, **over}.items()}
+    p = {k: np.array([v]) for k, v in P.items()}
+    return {k: float(v[0]) for k, v in serve.times(t, p).items()}
+
+
+def test_dense_tpot_at_one_request_by_hand():
+    out = times()
+    # compute 16e9 / (1e15 x 0.5) = 3.2e-5 s; bytes (16e9 + 1e6) / (2e12 x 0.8) = 1.0000625e-2 s: bytes win
+    step = max(16e9 / (1e15 * 0.5), (16e9 + 1e6) / (2e12 * 0.8)) + 2e-3
+    assert step == pytest.approx(0.012000625, rel=1e-12)
+    # TPOT = step + c x prefill / output = 0.012000625 + 1 x 0.034 / 100 = 0.012340625 s
+    assert out["tpot"] == pytest.approx(step + 1 * PREFILL / 100, rel=1e-12)
+    assert out["tpot"] == pytest.approx(0.012340625, rel=1e-12)
+    assert out["itl"] == out["tpot"]
+
+
+def test_dense_one_request_follows_littles_law():
+    out = times()
+    # E2E = TTFT + (output - 1) x TPOT; one request in flight: X = 1 / E2E requests/s on one GPU
+    assert out["e2e_latency"] == pytest.approx(out["ttft"] + 99 * out["tpot"], rel=1e-12)
+    assert out["request_throughput"] == pytest.approx(1 / out["e2e_latency"], rel=1e-12)
+    assert out["output_throughput_per_gpu"] == pytest.approx(100 / out["e2e_latency"], rel=1e-12)
+    assert out["total_throughput_per_gpu"] == pytest.approx(1100 / out["e2e_latency"], rel=1e-12)
+    # TTFT is at least the prompt's prefill and half a running step: 0.034 + 0.012000625 / 2 = 0.0400003125 s
+    assert out["ttft"] >= 0.0400003125 * (1 - 1e-12)
+
+
+@pytest.mark.parametrize(("c", "touched"), [
+    (1, 0.25),  # 1 - (1 - 2/8)^1 = 0.25: one sequence reads its 2 of 8 experts
+    (4, 0.68359375),  # 1 - (3/4)^4 = 1 - 81/256 = 175/256 = 0.68359375
+])
+def test_moe_decode_reads_the_experts_the_batch_routes_to(c, touched):
+    # E = 8 experts, k = 2 per token; 4e9 B of dense weights and 40e9 B of experts; bytes-bound at c <= 4:
+    # compute c x 16e9 / 5e14 <= 1.28e-4 s against reads >= 1.4e9 / 1.6e12
+    out = times(fixed=c, experts=8, top_k=2, w_dense=4e9, w_expert=40e9)
+    reads = 4e9 + 40e9 * touched + c * 1e6
+    step = reads / (2e12 * 0.8) + 2e-3
+    assert out["tpot"] == pytest.approx(step + c * PREFILL / 100, rel=1e-12)
+    # c = 1: (4e9 + 10e9 + 1e6) / 1.6e12 = 8.750625e-3; + 2e-3 + 0.034 / 100 = 0.011090625 s
+    # c = 4: (4e9 + 27.34375e9 + 4e6) / 1.6e12 = 0.01959234375; + 2e-3 + 4 x 0.034 / 100 = 0.02295234375 s
+    assert out["tpot"] == pytest.approx({1: 0.011090625, 4: 0.02295234375}[c], rel=1e-12)
+
+
+def test_an_open_loop_rate_solves_littles_law():
+    rate = 4.0
+    out = times(fixed=0, rate=rate)
+    # invert the TPOT of the solved c (bytes-bound, as above):
+    # TPOT = (16e9 + c x 1e6) / 1.6e12 + 2e-3 + c x 0.034 / 100, so c = (TPOT - 0.01 - 0.002) / (1e6 / 1.6e12 + 0.034 / 100)
+    c = (out["tpot"] - 16e9 / 1.6e12 - 2e-3) / (1e6 / 1.6e12 + PREFILL / 100)
+    assert 1 < c < 100  # neither clipped at one request nor at the K/V capacity
+    # Little's law at the solution: c = rate x E2E (to the fixed-point iteration's convergence, 1 %)
+    assert c == pytest.approx(rate * out["e2e_latency"], rel=1e-2)
+    assert out["request_throughput"] == pytest.approx(rate, rel=1e-2)
+    assert out["request_throughput"] <= rate
