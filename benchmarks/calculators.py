@@ -7,7 +7,9 @@ least 500 runs/s after the first (the preset tables and the formula graph are ke
 process; a run whose ranges are sampled pays for its NumPy samples and is marked so).
 
 Usage: ``python benchmarks/calculators.py [--points N] [--runs N]``. Uses the ``aiinfra`` on
-PATH (or ``--exe``) for the process timings.
+PATH (or ``--exe``) for the process timings. ``--points`` defaults to the sweep's cap
+(engine.numeric.calc_sweep.MAX_POINTS, 100,000: a sweep's points are CSV rows) and is clamped
+to it; the rate target is per point, so it holds at any size.
 """
 
 from __future__ import annotations
@@ -101,11 +103,16 @@ def process(exe: str, runs: int) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--points", type=int, default=1_000_000)
+    from engine.numeric.calc_sweep import MAX_POINTS
+
+    ap.add_argument("--points", type=int, default=MAX_POINTS, help=f"points per sweep, 2 to {MAX_POINTS:,} (default {MAX_POINTS:,})")
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--exe", default=shutil.which("aiinfra"))
     args = ap.parse_args()
-    sweeps(args.points)
+    points = min(max(args.points, 2), MAX_POINTS)
+    if points != args.points:
+        print(f"--points {args.points:,} clamped to {points:,} (a sweep takes 2 to {MAX_POINTS:,} points)")
+    sweeps(points)
     api_runs()
     if args.exe:
         process(args.exe, args.runs)

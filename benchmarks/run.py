@@ -8,7 +8,7 @@ the ledger module rebuilt (model and operator YAML read and checked), and everyt
 rebuilt (the compiled formulas too, which needs sympy).
 
 Issue 12: each single-record command (``SINGLE``) at most 3x ``python -c pass`` with warm
-caches; ``aiinfra check`` at most 1.5 s warm and 8 s cold (a fresh cache folder). Every figure
+caches; ``aiinfra check`` at most 1.5 s warm and 4 s cold (a fresh cache folder; issue 24, was 8 s). Every figure
 is printed with its ratio and target, and a closing line names the ones that miss.
 
 Usage: ``python benchmarks/run.py [--runs N] [--venv DIR]``. Without ``--venv`` it builds
@@ -58,7 +58,7 @@ def check_bench(exe: str, runs: int, env: dict[str, str], base: list[float]) -> 
     warm = timed([exe, "check"], max(3, runs // 3), env)
     cold = cold_timed([exe, "check"], 1, env, keep_formulas=False, codes=(0, 1))
     print(f"aiinfra check (warm)                   median {med(warm) * 1000:7.1f} ms   ratio {med(warm) / med(base):.2f}x   {verdict('check warm', med(warm), 1.5, ' s')}")
-    print(f"aiinfra check (cold)                   {cold[0] * 1000:7.1f} ms   ratio {cold[0] / med(base):.2f}x   {verdict('check cold', cold[0], 8, ' s')}")
+    print(f"aiinfra check (cold)                   {cold[0] * 1000:7.1f} ms   ratio {cold[0] / med(base):.2f}x   {verdict('check cold', cold[0], 4, ' s')}")
 
 
 def build_venv(venv: Path) -> None:
@@ -81,17 +81,29 @@ def timed(cmd: list[str], runs: int, env: dict[str, str]) -> list[float]:
     return out
 
 
-def largest_model() -> str | None:
-    """The shipped model with the largest official parameter total (knowledge/models/*.yaml)."""
+def models_by_size() -> list[str]:
+    """The shipped models, largest official parameter total first (knowledge/models/*.yaml)."""
     import yaml
 
-    best = None
+    found = []
     for path in sorted((ROOT / "knowledge" / "models").glob("*.yaml")):
-        record = yaml.safe_load(path.read_text(encoding="utf-8"))
-        total = (record.get("parameters") or {}).get("total", 0)
-        if best is None or total > best[0]:
-            best = (total, record["id"].split(":", 1)[1])
-    return best[1] if best else None
+        record = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        if "id" in record:
+            found.append(((record.get("parameters") or {}).get("total", 0), record["id"].split(":", 1)[1]))
+    return [name for _, name in sorted(found, key=lambda x: (-x[0], x[1]))]
+
+
+def largest_model(exe: str, env: dict[str, str]) -> tuple[str | None, list[str]]:
+    """The largest shipped model that ``forward`` takes at 128k tokens, and the larger ones it refuses
+    (by name: e.g. an architecture the forward ledger does not cover yet)."""
+    refused = []
+    for model in models_by_size():
+        proc = subprocess.run([exe, "forward", "--model", model, "--tokens", "131072"], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, check=False)
+        if proc.returncode == 0:
+            return model, refused
+        refused.append(model)
+    return None, refused
 
 
 def cold_timed(cmd: list[str], runs: int, env: dict[str, str], keep_formulas: bool, codes=(0,)) -> list[float]:
@@ -117,9 +129,11 @@ def cold_timed(cmd: list[str], runs: int, env: dict[str, str], keep_formulas: bo
 
 def forward_bench(exe: str, runs: int, env: dict[str, str], base: list[float]) -> None:
     """``aiinfra forward`` of the largest shipped model at 128k tokens, warm and cold."""
-    model = largest_model()
+    model, refused = largest_model(exe, env)
+    if refused:
+        print(f"aiinfra forward       refuses the larger {', '.join(refused)} (by name); timing the largest it takes")
     if model is None:
-        print("aiinfra forward       skipped: no model records under knowledge/models")
+        print("aiinfra forward       skipped: no model record that forward takes")
         return
     cmd = [exe, "forward", "--model", model, "--tokens", "131072"]
     med = statistics.median
