@@ -307,35 +307,47 @@ def generate_record(record: dict, operators, history: int, steps: int, batch: in
 def _sum_range(f, lo: int, hi: int) -> list:
     """f(lo) + ... + f(hi) for vectors whose entries are piecewise affine in h.
 
-    A stretch counts as affine when every entry has the same slope at both ends and lies on
-    that line at the middle and the far end (a kink of a concave or convex entry breaks
-    one of these); it is then summed in closed form, otherwise split in two.
+    A stretch counts as affine when every entry lies on the chord through its two ends at the
+    middle, and its first and last steps have the chord's slope (a kink of a concave or convex
+    entry breaks one of these); it is then summed in closed form, otherwise split in two. The
+    slope is taken from the ends, never from one step: past 2^53 a single step of a large float
+    is lost to rounding, and a test on it would split every stretch down to single terms.
     """
     n = hi - lo + 1
-    if n <= 16:
-        out = f(lo)
+    if n <= 16:  # integral terms are summed as ints, so a sum past 2^53 stays exact
+        out = [_number(v) for v in f(lo)]
         for h in range(lo + 1, hi + 1):
-            out = [a + b for a, b in zip(out, f(h), strict=True)]
+            out = [a + _number(b) for a, b in zip(out, f(h), strict=True)]
         return out
     mid = (lo + hi) // 2
     a, a1, m, b1, b = f(lo), f(lo + 1), f(mid), f(hi - 1), f(hi)
-    slopes = [y - x for x, y in zip(a, a1, strict=True)]
-    if all(_close(z - y, s) and _close(x + s * (hi - lo), z) and _close(x + s * (mid - lo), w)
-           for x, s, w, y, z in zip(a, slopes, m, b1, b, strict=True)):
-        return [_affine_sum(x, s, n) for x, s in zip(a, slopes, strict=True)]
+    span = hi - lo
+    if all(_on_chord(x, x1, w, y, z, span, mid - lo) for x, x1, w, y, z in zip(a, a1, m, b1, b, strict=True)):
+        return [_affine_sum(x, z, n) for x, z in zip(a, b, strict=True)]
     left, right = _sum_range(f, lo, mid), _sum_range(f, mid + 1, hi)
     return [p + q for p, q in zip(left, right, strict=True)]
 
 
-def _close(x, y) -> bool:
-    return x == y or abs(x - y) <= 1e-12 * max(abs(x), abs(y))
+def _on_chord(x, x1, w, y, z, span: int, at: int) -> bool:
+    """Whether an entry with ends x (at 0) and z (at span) has the chord's slope on its first (x -> x1) and
+    last (y -> z) step and lies on the chord at ``at`` (within float rounding of the entry's size)."""
+    if x == x1 == w == y == z:
+        return True
+    slope = (z - x) / span
+    tol = 1e-12 * max(abs(x), abs(z), abs(w)) + 1e-12 * abs(slope)
+    return abs(x1 - x - slope) <= tol and abs(z - y - slope) <= tol and abs(x + slope * at - w) <= tol
 
 
-def _affine_sum(first, slope, n: int):
-    """first + (first + slope) + ... over n terms; exact integers when both are integral."""
-    if float(first).is_integer() and float(slope).is_integer():
-        return int(first) * n + int(slope) * (n * (n - 1) // 2)
-    return first * n + slope * n * (n - 1) / 2
+def _affine_sum(first, last, n: int):
+    """first + ... + last over n terms of an arithmetic progression. Exact integers when the first term is
+    integral and the slope is an integer read through the rounding of a large last term (past 2^53 a
+    float end is off by its ulp; the slope (last - first) / (n - 1) is off by that over n - 1)."""
+    if float(first).is_integer() and abs(first) < 2**53:
+        slope = (last - first) / (n - 1)
+        step = round(slope)
+        if abs(slope - step) <= 1e-15 * max(abs(first), abs(last)) / (n - 1) + 1e-12:
+            return int(first) * n + step * (n * (n - 1) // 2)
+    return (first + last) * n / 2
 
 
 def _row(op: dict, repeats, costs: list, specials: list, shape_values: tuple) -> Row:

@@ -18,6 +18,21 @@ from engine.core.record import dataclass
 from engine.plan.space import Space
 
 TILE = 1_000_000
+MAX_TILES = 1_000  # a tile is a task with its own overhead: --tile 1 over millions of points would run for minutes
+
+
+def max_workers() -> int:
+    """The most worker processes a search starts: twice the CPUs (at least 8); more only queue for the same cores."""
+    import os
+
+    return max(8, 2 * (os.cpu_count() or 1))
+
+
+def _check_workers(workers: int | None) -> None:
+    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
+        raise InputError("--workers", f"{workers!r} is not a positive integer")
+    if workers is not None and workers > max_workers():
+        raise InputError("--workers", f"{workers} is more than this machine runs at once; expected at most {max_workers()} (twice its CPUs, at least 8)")
 
 
 class Kind(StrEnum):
@@ -39,8 +54,12 @@ class Found:
 
 
 def tiles(size: int, tile: int = TILE) -> list[tuple[int, int]]:
-    if tile < 1:
+    if not isinstance(tile, int) or isinstance(tile, bool) or tile < 1:
         raise InputError("--tile", f"{tile!r} is not a positive number of points")
+    if -(-size // tile) > MAX_TILES:
+        least = -(-size // MAX_TILES)
+        raise InputError("--tile", f"{tile} points per tile cut {size:,} points into {-(-size // tile):,} tiles; expected at most {MAX_TILES:,} "
+                                   f"(--tile {least} or more)")
     return [(a, min(a + tile, size)) for a in range(0, size, tile)]
 
 
@@ -71,11 +90,21 @@ def run_serial(space: Space, k: int, tile: int = TILE) -> Found:
 
 
 def run_process(space: Space, k: int, tile: int = TILE, workers: int | None = None) -> Found:
-    from concurrent.futures import ProcessPoolExecutor
 
     work = _work(space, k, tile)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        return _merge(space, pool.map(_one, work), k, len(work), Kind.PROCESS)
+    return _merge(space, _pool_map(_one, work, workers), k, len(work), Kind.PROCESS)
+
+
+def _pool_map(fn, work: list, workers: int | None) -> list:
+    """``fn`` over ``work`` in a process pool; a pool that cannot start its workers (a process limit) is an InputError."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    try:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            return list(pool.map(fn, work))
+    except (BrokenProcessPool, BlockingIOError, PermissionError) as exc:
+        raise InputError("--workers", f"cannot start {workers or 'the default number of'} worker processes ({exc or exc.__class__.__name__}); give fewer") from None
 
 
 def run_dask(space: Space, k: int, tile: int = TILE, client=None, address: str | None = None, workers: int = 2) -> Found:
@@ -102,8 +131,7 @@ def run(space: Space, k: int, executor: str = "serial", tile: int = TILE, worker
         raise InputError("--executor", f"{executor!r} is not one of {', '.join(Kind)}") from None
     if k < 1:
         raise InputError("--top", f"{k!r} is not a positive integer")
-    if workers is not None and workers < 1:
-        raise InputError("--workers", f"{workers!r} is not a positive integer")
+    _check_workers(workers)
     if kind is Kind.SERIAL:
         return run_serial(space, k, tile)
     if kind is Kind.PROCESS:
@@ -118,15 +146,11 @@ def map_tiles(fn, work: list, executor: str = "serial", workers: int | None = No
         kind = Kind(executor)
     except ValueError:
         raise InputError("--executor", f"{executor!r} is not one of {', '.join(Kind)}") from None
-    if workers is not None and workers < 1:
-        raise InputError("--workers", f"{workers!r} is not a positive integer")
+    _check_workers(workers)
     if kind is Kind.SERIAL:
         return list(map(fn, work))
     if kind is Kind.PROCESS:
-        from concurrent.futures import ProcessPoolExecutor
-
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(fn, work))
+        return _pool_map(fn, work, workers)
     try:
         from distributed import Client, LocalCluster
     except ImportError:

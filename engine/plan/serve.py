@@ -48,6 +48,8 @@ def _divisors(n: int, cap: int) -> tuple[int, ...]:
     return tuple(t for t in range(1, min(n, cap) + 1) if n % t == 0)
 
 
+MAX_BATCH = 1 << 16  # decode batch sizes tried: 65,536 requests, past what the memory of any instance holds
+
 def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft: float, tpot: float, demand: float | None = None, qps: float | None = None,
                 nvlink_domain: int = 8, max_batch: int = 256, max_ep: int = 64, mfu: float | None = None, mbu: float = 1.0, kv_bytes: float = 2.0,
                 weights: str | None = None, kv_cache: str | None = None, precision: str = "bf16", allreduce_latency: float | None = None, kv_link_bandwidth: float | None = None, waterline: float | None = None,
@@ -61,6 +63,8 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
     for v, name in ((prompt, "--prompt"), (output, "--output"), (max_batch, "--max-batch"), (nvlink_domain, "--nvlink-domain"), (max_ep, "--max-ep")):
         if not isinstance(v, int) or isinstance(v, bool):
             raise InputError(name, f"{v!r} is not a positive integer")
+    if max_batch > MAX_BATCH:  # every batch 1..max_batch is a point of the space (#24: 1e9 exhausted memory)
+        raise InputError("--max-batch", f"{max_batch:,} is more decode batch sizes than one search takes; expected at most {MAX_BATCH:,}")
     if mbu > 1:
         raise InputError("--mbu", f"{mbu!r} is not in (0, 1]")
     if demand is not None and qps is not None:

@@ -83,6 +83,17 @@ class Space:
         return {a: out[a] for a in AXES}
 
 
+# Bounds on what one search may be asked for (#24): past them the enumeration exhausts memory or overflows.
+MAX_GPUS = 1 << 20  # 1,048,576 GPUs, five times the largest cluster on record (xAI Colossus, 200,000)
+MAX_MICRO_BATCH = 4096  # micro-batch sizes tried; a micro-batch is at most the global batch / DP
+
+
+def _at_most(value: int, field: str, bound: int, what: str) -> int:
+    if value > bound:
+        raise InputError(field, f"{value:,} is more {what} than one search takes; expected at most {bound:,}")
+    return value
+
+
 def _positive(value, field: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise InputError(field, f"{value!r} is not a positive integer")
@@ -127,11 +138,13 @@ def build(root, model: str, device: str, gpus: int, *, global_batch: int | None 
     """The space for a model and device from knowledge/ (InputError naming the field when refused)."""
     from engine.domain import presets
 
-    gpus = _positive(gpus, "--gpus")
+    gpus = _at_most(_positive(gpus, "--gpus"), "--gpus", MAX_GPUS, "GPUs")
     seq = _positive(seq, "--seq")
     nvlink_domain = _positive(nvlink_domain, "--nvlink-domain")
     micro_batches = _positive(micro_batches, "--max-micro-batch")
     global_batch = gpus if global_batch is None else _positive(global_batch, "--global-batch")
+    if min(micro_batches, global_batch) > MAX_MICRO_BATCH:  # the sizes tried: 1 .. min(--max-micro-batch, global batch / DP at DP 1)
+        _at_most(micro_batches, "--max-micro-batch", MAX_MICRO_BATCH, "micro-batch sizes")
     max_cp = default_max_cp(seq) if max_cp is None else _positive(max_cp, "--max-cp")
     max_vp = _positive(max_vp, "--max-vp")
     if not flash:
