@@ -9,8 +9,8 @@ an interactive form that resolves the same chain in the browser.
 from __future__ import annotations
 
 from engine.core.humanize import friendly, number
-from engine.site import forms
-from engine.site.context import Page, SiteData, calculator_page, md_escape, split_place
+from engine.site import accuracy_pages, forms
+from engine.site.context import Page, SiteData, calculator_page, md_escape, rel, split_place
 
 INDEX = "calculators/index.md"
 
@@ -29,7 +29,16 @@ def index(data: SiteData) -> Page:
         title = md_escape(calc.title) + (f" · {calc.title_zh}" if calc.title_zh else "")
         outs = ", ".join(f"`{o}`" for o in calc.outputs)
         lines.append(f"| {data.link(INDEX, cid, calc.name)} | {title} | {outs} | {data.links(INDEX, data.reach[cid])} |")
+    lines += ["", *accuracy_line(data, INDEX)]
     return Page(INDEX, "\n".join(lines) + "\n", "Calculators", "knowledge/calculators", 0)
+
+
+def accuracy_line(data: SiteData, here: str) -> list[str]:
+    """A pointer to the Accuracy page, where the root has measurements to publish one."""
+    if not accuracy_pages.available(data.root):
+        return []
+    return [f"*How far to trust a predicted time (here and from `aiinfra plan` and `aiinfra plan serve`): the [Accuracy]({rel(here, accuracy_pages.ACCURACY_PAGE)}) page compares the "
+            "engine with published measurements (held out by publisher family), with the worst cases and their causes.*", ""]
 
 
 def _graph(data: SiteData):
@@ -47,6 +56,7 @@ def calculator(data: SiteData, cid: str) -> Page:
     if calc.title_zh:
         lines += [f"**{calc.title_zh}**", ""]
     lines += [f"`{cid}` · chapters {data.links(here, calc.chapters)} · sections {data.links(here, calc.sections)}", ""]
+    lines += accuracy_line(data, here)
     lines += ["## Inputs", "", "| symbol | meaning | unit | default | derivable from |", "|---|---|---|---|---|"]
     for name, spec in calc.inputs.items():
         sym = graph.spec(name) if graph.known(name) else {"desc": "", "unit": "", "values": [], "default": None, "default_source": ""}
@@ -96,9 +106,8 @@ def calculator(data: SiteData, cid: str) -> Page:
 
 
 def _example(data: SiteData, calc, example: dict) -> list[str]:
-    from engine.numeric.calculators import run
-
     from engine.core.errors import AiinfraError
+    from engine.numeric.calculators import run
 
     given = {k: str(v) for k, v in example["set"].items()}
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from engine.core.record import dataclass, field
 from engine.site import (
+    accuracy_pages,
     arch_pages,
     book_pages,
     calculator_pages,
@@ -42,7 +43,7 @@ FORMULAS_JS = "assets/aiinfra/aiinfra-formulas.js"
 class Site:
     pages: list[Page]
     nav: list = field(default_factory=list)  # mkdocs nav entries for the generated sections
-    generated: dict[str, str] = field(default_factory=dict)  # site path -> text (generated scripts)
+    generated: dict[str, str] = field(default_factory=dict)  # site path -> text (generated scripts, the accuracy scatters)
 
     def page(self, path: str) -> Page:
         for p in self.pages:
@@ -61,10 +62,12 @@ def generate(root: str, hand_pages: dict[str, str] | None = None, data: SiteData
     pages += arch_pages.pages(data)
     pages += book_pages.pages(data)
     pages += knowledge_pages.pages(data)
+    accuracy, figures = accuracy_pages.pages(root)
+    pages += accuracy
     pages += source_pages.pages(root, {f"site/{name}": text for name, text in (hand_pages or {}).items()})
     conditions = {**calculator_pages.conditions(data), **trees.conditions(data)}
     script = formulas_script(data, conditions)
-    return Site(pages, navigation(data), {FORMULAS_JS: script})
+    return Site(pages, navigation(data, bool(accuracy)), {FORMULAS_JS: script, **figures})
 
 
 def formulas_script(data: SiteData, conditions: dict) -> str:
@@ -80,7 +83,7 @@ def formulas_script(data: SiteData, conditions: dict) -> str:
     return jsgen.formulas_module(data.k.formulas, meta, graph_js, conditions)
 
 
-def navigation(data: SiteData) -> list:
+def navigation(data: SiteData, accuracy: bool = False) -> list:
     k = data.k
     sections: dict[str, list] = {}
     for f in k.formulas:
@@ -92,6 +95,8 @@ def navigation(data: SiteData) -> list:
     if data.calculators:
         nav.append({"Calculators": [{"All calculators": calculator_pages.INDEX}]
                     + [{c.title: calculator_page(cid)} for cid, c in sorted(data.calculators.items())]})
+    if accuracy:
+        nav.append({"Accuracy": accuracy_pages.ACCURACY_PAGE})
     if data.trees:
         nav.append({"Decision trees": [{"All trees": trees.INDEX}] + [{t.title: tree_page(tid)} for tid, t in sorted(data.trees.items())]})
     if data.archs:
