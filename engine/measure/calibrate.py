@@ -7,8 +7,9 @@ soft-L1 loss against the odd outlier, plus a prior pulling each group's value to
 (``PRIOR`` per unit of log), so that a group seen in one source does not swing to fit it alone. A group
 no training record has takes the shared value.
 
-Held out: for every source (one file, one published table) the fit is redone without it and its rows
-are predicted by that fit (leave-one-source-out); nothing of a held-out table reaches its own prediction.
+Held out: for every table (one file) the fit is redone without it and its rows are predicted by that fit
+(leave one table out); nothing of a held-out table reaches its own prediction. Stricter, by family: the whole
+series of a publisher's page (all releases of one performance table) is left out together.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from engine.core.record import dataclass
 from engine.measure import kernels, serve, train
 from engine.measure.generations import generation, precision_class
 
-PRIOR = 3.0  # weight of log(group / shared) against one record's log residual
+PRIOR = 3.0
+HELD_OUT_NFEV = 60  # a held-out fit starts from the fit on every table, a few steps away  # weight of log(group / shared) against one record's log residual
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,7 +30,7 @@ class Param:
     start: float
     low: float
     high: float
-    grouped: bool
+    by: str | None  # fitted per group of this grouping (a key of Kind.groupings), or one shared value (None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +39,7 @@ class Kind:
     terms: object  # (root, Measurement) -> dict of floats
     times: object  # (terms arrays, params arrays) -> {metric: array}
     params: tuple[Param, ...]
-    group: object  # Measurement -> group name
+    groupings: dict  # grouping name -> (Measurement -> group name)
 
 
 def _fabric(m) -> str:
@@ -52,18 +54,22 @@ def _gen_precision(m) -> str:
     return f"{generation(m.device)}:{precision_class(m.precision.get('compute'))}"
 
 
+def _engine(m) -> str:
+    return (m.engine or "unstated").lower()
+
+
 KINDS = {
     "serve": Kind("serve", serve.terms, serve.times, (
-        Param("e_prefill", 0.5, 0.05, 1.0, True), Param("e_decode", 0.5, 0.05, 1.0, True), Param("e_hbm", 0.8, 0.2, 1.0, True),
-        Param("e_link", 0.7, 0.1, 1.0, False), Param("ar_latency", 5e-6, 1e-7, 1e-4, False), Param("overhead", 3e-3, 1e-5, 0.1, False)), _gen),
+        Param("e_prefill", 0.5, 0.05, 1.0, "gen"), Param("e_decode", 0.5, 0.05, 1.0, "gen"), Param("e_hbm", 0.8, 0.2, 1.0, "gen"),
+        Param("e_link", 0.7, 0.1, 1.0, None), Param("ar_latency", 5e-6, 1e-7, 1e-4, None), Param("overhead", 3e-3, 1e-5, 0.1, "engine")), {"gen": _gen, "engine": _engine}),
     "train": Kind("train", train.terms, train.times, (
-        Param("e_train", 0.5, 0.05, 1.0, True), Param("exposed", 0.5, 0.01, 1.0, False),
-        Param("x_half", 64.0, 1.0, 1024.0, False), Param("kappa", 20.0, 1.0, 200.0, False)), _gen_precision),
+        Param("e_train", 0.5, 0.05, 1.0, "gen"), Param("exposed", 0.5, 0.01, 1.0, None),
+        Param("x_half", 64.0, 1.0, 1024.0, None), Param("kappa", 20.0, 1.0, 200.0, None)), {"gen": _gen_precision}),
     "gemm": Kind("gemm", kernels.gemm_terms, kernels.gemm_times, (
-        Param("e_gemm", 0.7, 0.05, 1.0, True), Param("launch", 5e-6, 1e-7, 1e-3, True), Param("e_hbm", 0.8, 0.2, 1.0, False)), _gen),
-    "hbm": Kind("hbm", kernels.hbm_terms, kernels.hbm_times, (Param("e_hbm", 0.85, 0.2, 1.0, True),), _gen),
+        Param("e_gemm", 0.7, 0.05, 1.0, "gen"), Param("launch", 5e-6, 1e-7, 1e-3, "gen"), Param("e_hbm", 0.8, 0.2, 1.0, None)), {"gen": _gen}),
+    "hbm": Kind("hbm", kernels.hbm_terms, kernels.hbm_times, (Param("e_hbm", 0.85, 0.2, 1.0, "gen"),), {"gen": _gen}),
     "collective": Kind("collective", kernels.collective_terms, kernels.collective_times, (
-        Param("latency", 5e-6, 1e-8, 1e-3, True), Param("e_link", 0.8, 0.05, 3.0, True)), _fabric),
+        Param("latency", 5e-6, 1e-8, 1e-3, "gen"), Param("e_link", 0.8, 0.05, 3.0, "gen")), {"gen": _fabric}),
 }
 
 
@@ -75,20 +81,21 @@ class Table:
     rows: tuple  # Measurement
     terms: dict  # name -> np.ndarray
     measured: np.ndarray
-    groups: tuple[str, ...]
-    sources: tuple[str, ...]  # each row's family, the unit held out
+    groups: tuple[dict, ...]  # per row: grouping name -> its group
+    sources: tuple[str, ...]  # each row's table (its file), the unit the issue holds out
+    families: tuple[str, ...]  # each row's publisher family (the releases of one page), the stricter unit
 
 
 def table(kind: Kind, rows: list, terms: list[dict]) -> Table:
     keys = [k for k, v in terms[0].items() if isinstance(v, int | float) and not isinstance(v, bool)] if terms else []
     t = {k: np.array([float(x[k]) for x in terms]) for k in keys}
-    return Table(kind, tuple(rows), t, np.array([r.value for r in rows]), tuple(kind.group(r) for r in rows), tuple(r.family for r in rows))
+    return Table(kind, tuple(rows), t, np.array([r.value for r in rows]), tuple({k: f(r) for k, f in kind.groupings.items()} for r in rows), tuple(r.source for r in rows), tuple(r.family for r in rows))
 
 
-def _layout(kind: Kind, groups: list[str]) -> list[tuple[str, str]]:
-    """The fitted vector's slots: (param, 'shared') for every parameter, (param, group) for grouped ones."""
+def _layout(kind: Kind, groups: list[dict]) -> list[tuple[str, str]]:
+    """The fitted vector's slots: (param, 'shared') for every parameter, (param, group) for each group of its grouping."""
     out = [(p.name, "shared") for p in kind.params]
-    out += [(p.name, g) for p in kind.params if p.grouped for g in groups]
+    out += [(p.name, g) for p in kind.params if p.by for g in sorted({row[p.by] for row in groups})]
     return out
 
 
@@ -97,7 +104,7 @@ def values_for(kind: Kind, fitted: dict, groups) -> dict[str, np.ndarray]:
     out = {}
     for p in kind.params:
         by = fitted[p.name]
-        out[p.name] = np.array([by.get(g, by["shared"]) if p.grouped else by["shared"] for g in groups])
+        out[p.name] = np.array([by.get(g[p.by], by["shared"]) if p.by else by["shared"] for g in groups])
     return out
 
 
@@ -109,7 +116,7 @@ def predict(tab: Table, fitted: dict, mask=None) -> np.ndarray:
     return np.array([out[tab.rows[i].metric][j] for j, i in enumerate(idx)])
 
 
-def fit(tab: Table, mask=None, start: dict | None = None) -> dict:
+def fit(tab: Table, mask=None, start: dict | None = None, max_nfev: int = 200) -> dict:
     """Least-squares fit on the rows of ``mask`` (all when None): {param: {'shared': v, group: v, ...}}."""
     from scipy.optimize import least_squares
 
@@ -117,8 +124,7 @@ def fit(tab: Table, mask=None, start: dict | None = None) -> dict:
     idx = np.arange(len(tab.rows)) if mask is None else np.flatnonzero(mask)
     if len(idx) == 0:
         return {p.name: {"shared": p.start} for p in kind.params}
-    groups = sorted({tab.groups[i] for i in idx})
-    slots = _layout(kind, groups)
+    slots = _layout(kind, [tab.groups[i] for i in idx])
     params = {p.name: p for p in kind.params}
     lo = np.log([params[n].low for n, _ in slots])
     hi = np.log([params[n].high for n, _ in slots])
@@ -130,6 +136,11 @@ def fit(tab: Table, mask=None, start: dict | None = None) -> dict:
     measured = tab.measured[idx]
     shared_at = {n: i for i, (n, g) in enumerate(slots) if g == "shared"}
     prior_pairs = [(i, shared_at[n]) for i, (n, g) in enumerate(slots) if g != "shared"]
+    pi, pj = np.array([i for i, _ in prior_pairs], dtype=int), np.array([j for _, j in prior_pairs], dtype=int)
+    at = {(n, g): i for i, (n, g) in enumerate(slots)}
+    # for every parameter, the slot each row reads (its group's, else the shared one)
+    slot_of = {p.name: np.array([at.get((p.name, g[p.by]), shared_at[p.name]) if p.by else shared_at[p.name] for g in rec_groups], dtype=int)
+               for p in kind.params}
     by_metric = {mname: np.array([j for j, x in enumerate(metrics) if x == mname]) for mname in set(metrics)}
 
     def unpack(x) -> dict:
@@ -139,25 +150,25 @@ def fit(tab: Table, mask=None, start: dict | None = None) -> dict:
         return out
 
     def residuals(x):
-        fitted = unpack(x)
-        out = kind.times(t, values_for(kind, fitted, rec_groups))
+        v = np.exp(x)
+        out = kind.times(t, {name: v[ix] for name, ix in slot_of.items()})
         pred = np.empty(len(idx))
         for mname, js in by_metric.items():
             pred[js] = out[mname][js]
         r = np.log(np.maximum(pred, 1e-30) / measured)
-        prior = np.array([PRIOR * (x[i] - x[j]) for i, j in prior_pairs])
-        return np.concatenate([r, prior])
+        return np.concatenate([r, PRIOR * (x[pi] - x[pj])])
 
-    sol = least_squares(residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.3, max_nfev=200)
+    sol = least_squares(residuals, x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.3, max_nfev=max_nfev, x_scale="jac", tr_solver="lsmr")
     return unpack(sol.x)
 
 
-def held_out(tab: Table, start: dict | None = None) -> np.ndarray:
-    """Each row predicted by the fit on every other source (leave one source out), each fit started from ``start``."""
+def held_out(tab: Table, start: dict | None = None, by: str = "table") -> np.ndarray:
+    """Each row predicted by the fit without its table (``by='table'``: every other file) or without its publisher
+    family (``by='family'``: every other page series), each fit started from ``start``."""
     pred = np.empty(len(tab.rows))
-    sources = np.array(tab.sources)
-    for src in sorted(set(tab.sources)):
+    sources = np.array(tab.sources if by == "table" else tab.families)
+    for src in sorted(set(sources.tolist())):
         out = sources == src
-        fitted = fit(tab, ~out, start)
+        fitted = fit(tab, ~out, start, max_nfev=HELD_OUT_NFEV)
         pred[out] = predict(tab, fitted, out)
     return pred

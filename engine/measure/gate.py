@@ -34,9 +34,13 @@ def calibration_record(result) -> dict:
 def flatten(summary: dict) -> dict[str, dict]:
     out = {}
     for kind, s in summary.items():
-        out[kind] = s["held_out"]
-        for metric, by in s.get("by_metric", {}).items():
-            out[f"{kind}:{metric}"] = by["held_out"]
+        for split in ("held_out", "held_out_family"):
+            tag = "" if split == "held_out" else " (by family)"
+            if split in s:
+                out[f"{kind}{tag}"] = s[split]
+            for metric, by in s.get("by_metric", {}).items():
+                if split in by:
+                    out[f"{kind}:{metric}{tag}"] = by[split]
     return out
 
 

@@ -14,7 +14,7 @@ SCORE_COLUMNS = (("n", "rows", "{:d}"), ("mape", "MAPE %", "{:.1f}"), ("median_e
 
 
 def to_json(result, worst: int = 10) -> dict:
-    return {"summary": result.summary, "calibration": result.calibration, "held_out_by": "family (a publisher's series of tables, left out whole)",
+    return {"summary": result.summary, "calibration": result.calibration, "held_out_by": "table (one measurement file); held_out_family: the publisher's series of tables, left out whole",
             "families": result.sources, "rows": list(result.rows), "unmapped": list(result.unmapped), "worst": worst_rows(result, worst)}
 
 
@@ -26,7 +26,7 @@ def worst_rows(result, n: int = 10) -> list[dict]:
 def summary_rows(result) -> list[dict]:
     out = []
     for kind, s in result.summary.items():
-        for split in ("held_out", "in_sample"):
+        for split in ("held_out", "held_out_family", "in_sample"):
             out.append(dict(kind=kind, split=split, **{k: s[split].get(k) for k, _, _ in SCORE_COLUMNS}))
         for metric, by in s.get("by_metric", {}).items():
             out.append(dict(kind=f"{kind}:{metric}", split="held_out", **{k: by["held_out"].get(k) for k, _, _ in SCORE_COLUMNS}))
@@ -48,8 +48,8 @@ def table_lines(result, markdown: bool) -> list[str]:
 
 
 def text(result, worst: int = 10, markdown: bool = False) -> str:
-    lines = ["Held out: each row predicted by the calibration fitted without its publisher's series of tables (leave one family out); "
-             "in-sample: the fit on every family.", ""]
+    lines = ["held-out: each row predicted by the calibration fitted without its own table (leave one table out); held-out-family: "
+             "without every table of its publisher's series (all releases of one page); in-sample: the fit on every table.", ""]
     lines += table_lines(result, markdown)
     lines += ["", f"{len(result.rows)} rows scored, {len(result.unmapped)} not evaluable as stated (--format json lists them with the reason)."]
     if worst:

@@ -67,9 +67,13 @@ def terms(root, m) -> dict:
     if s.expert_params and ep > 1:
         ep1 = float(f("F19", comm_passes=1, top_k=float(s.top_k), hidden=float(s.hidden), ep_size=float(ep))) * (s.moe_layers or s.layers)
     experts = float(s.expert_params and (s.params - s.params_active) and _experts(root, m.model)) or 0.0
-    n = 0.0 if w.get("rate") else float(w.get("requests") or 0) / replicas  # a closed-loop run's N requests (the first c start at once)
+    # a closed-loop run of N requests: with a concurrency below N the client holds each request until a slot frees (the
+    # benchmark clients start the TTFT clock after that), so only the first wave's c requests queue at the engine; with
+    # no concurrency, or one of N, all N are sent at once and wait in the engine for slots as well
+    n = 0.0 if w.get("rate") else float(w.get("requests") or 0) / replicas
+    sent = n if (n and (not w.get("concurrency") or w["concurrency"] >= w.get("requests", 0))) else 0.0
     want = _concurrency(w, replicas)
-    return dict(fixed=float(want), rate=float(w.get("rate") or 0) / replicas, fits=float(fits), burst=n, g=float(g), ep=float(ep), replicas=float(replicas),
+    return dict(fixed=float(want), rate=float(w.get("rate") or 0) / replicas, fits=float(fits), burst=n, sent=sent, g=float(g), ep=float(ep), replicas=float(replicas),
                 output=float(s.output), prompt=float(s.prompt), w_dense=w_dense, w_expert=w_expert, experts=experts, top_k=float(s.top_k),
                 cd1=cd1, kv1=kv1, ar_n=ar_n, ar_steps=2.0 * (tp - 1), ar1=ar1, ep1=ep1, cp=float(c0["flops_prefill"] * s.prompt / g),
                 peak=s.peak, hbm=s.hbm_bw, link=s.nvlink_bw, ep_link=s.nvlink_bw if g <= s.nvlink_domain else s.scaleout_bw,
@@ -93,7 +97,11 @@ def _experts(root, model: str) -> int:
     from engine.domain import presets
     from engine.plan.space import _preset
 
-    return int(_preset(presets, root, model, None, "bf16", "--model").get("n_experts") or 0)
+    try:
+        mv = _preset(presets, root, model, None, "bf16", "--model")
+    except InputError:  # a hybrid's presets come from the table calc kv-concurrency reads (as plan serve takes them)
+        mv = _preset(presets, root, model, None, "bf16", "--model", calculator="calc:kv-concurrency")
+    return int(mv.get("n_experts") or 0) if mv.get("model_arch") == "moe" else 0
 
 
 def _concurrency(w: dict, replicas: int) -> float:
@@ -153,13 +161,17 @@ def _closed(t, p, c, prefill, burst=True):
         ttft = prefill + step / 2 + rho * prefill / (2 * (1 - rho))
     e2e = ttft + (t["output"] - 1) * tpot
     x = c / e2e
-    # a benchmark of N requests starts its first c at once: request i waits for the i - 1 prefills before it, or
-    # (past the first wave) for a slot, freed at X per second; the mean over N replaces the steady-state wait
+    # a benchmark of N requests starts its first c at once: request i <= c waits for the i - 1 prefills before it; past the
+    # first wave the steady-state wait holds, unless all N were sent at once (then request i > c also waits for a slot,
+    # freed at X per second, from the moment it was sent); the mean over N replaces the steady-state wait
     n = t["burst"]
     burst = (n >= 1) & burst
     if burst.any():
         i = 1 + np.outer(np.maximum(n, 1), QUANTILES)
-        wait = np.maximum((np.minimum(i, c[:, None]) - 1) * prefill[:, None], (i - c[:, None]) / x[:, None])
-        ttft = np.where(burst, prefill + step / 2 + wait.mean(axis=1), ttft)
+        first = i <= c[:, None]
+        slot = np.where(t["sent"][:, None] > 0, (i - c[:, None]) / x[:, None], 0.0)
+        steady = (ttft - prefill)[:, None]  # the running step's half and the M/D/1 wait
+        wait = np.where(first, (i - 1) * prefill[:, None] + step[:, None] / 2, np.maximum(slot, steady))
+        ttft = np.where(burst, prefill + wait.mean(axis=1), ttft)
         e2e = ttft + (t["output"] - 1) * tpot
     return e2e, ttft, tpot, x

@@ -2,7 +2,8 @@
 
 Per record: the measured value, the in-sample prediction (the fit on every source) and the held-out one
 (the fit without the record's own source), their ratio. Per kind (and, for serving, per metric class):
-MAPE, median error factor, share within +-15/30/50 %, Spearman rank correlation, in-sample and held out.
+MAPE, median error factor, share within +-15/30/50 %, Spearman rank correlation: in-sample, held out by table
+(the fit without the row's own file) and held out by family (without every release of the row's publisher series).
 Rows the engine cannot evaluate as stated are listed with the reason, never scored.
 """
 
@@ -51,7 +52,12 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float | None:
 def _terms(root, kind, m):
     if m.kind == "serve" and m.statistic in PERCENTILES:
         raise Unmapped(f"a {m.statistic} latency needs the queueing simulation (issue 27); validate predicts means")
-    return kind.terms(root, m)
+    from engine.core.errors import InputError
+
+    try:
+        return kind.terms(root, m)
+    except InputError as exc:  # a refusal of the engine's (an architecture a planner does not size): not evaluable as stated
+        raise Unmapped(f"{exc.field}: {exc.message}") from None
 
 
 def run(root, *, kinds=None, device: str | None = None, model: str | None = None, records=None) -> Result:
@@ -81,6 +87,7 @@ def run(root, *, kinds=None, device: str | None = None, model: str | None = None
         fitted = fit(tab)
         inside = predict(tab, fitted)
         out = held_out(tab, fitted)
+        strict = held_out(tab, fitted, by="family")
         calibration[name] = fitted
         sources[name] = sorted(set(tab.sources))
         keep = np.array([(device is None or m.device == device) and (model is None or m.model == model) for m in ok])
@@ -88,14 +95,16 @@ def run(root, *, kinds=None, device: str | None = None, model: str | None = None
             if keep[i]:
                 rows.append(dict(id=m.id, source=m.source, kind=name, metric=m.metric, statistic=m.statistic, model=m.model, device=m.device,
                                  gpus=m.gpus, layout=m.layout, measured=m.value, unit=m.unit, in_sample=float(inside[i]), held_out=float(out[i]),
-                                 ratio=float(out[i] / m.value), where=m.where, engine=m.engine, group=tab.groups[i],
+                                 ratio=float(out[i] / m.value), held_out_family=float(strict[i]), where=m.where, engine=m.engine, group=tab.groups[i]["gen"],
                                  capped=bool(terms[i].get("capped", False))))
         if not keep.any():
             continue
-        summary[name] = {"in_sample": score(inside[keep], tab.measured[keep]), "held_out": score(out[keep], tab.measured[keep])}
+        summary[name] = {"in_sample": score(inside[keep], tab.measured[keep]), "held_out": score(out[keep], tab.measured[keep]),
+                         "held_out_family": score(strict[keep], tab.measured[keep])}
         if name == "serve":
             classes = np.array([METRIC_CLASS[m.metric] for m in ok])
             summary[name]["by_metric"] = {c: {"in_sample": score(inside[keep & (classes == c)], tab.measured[keep & (classes == c)]),
-                                              "held_out": score(out[keep & (classes == c)], tab.measured[keep & (classes == c)])}
+                                              "held_out": score(out[keep & (classes == c)], tab.measured[keep & (classes == c)]),
+                                              "held_out_family": score(strict[keep & (classes == c)], tab.measured[keep & (classes == c)])}
                                           for c in sorted(set(classes[keep]))}
     return Result(tuple(rows), tuple(unmapped), summary, calibration, sources)
