@@ -215,7 +215,7 @@ def _anchor(kind: str) -> str:
 
 def _kind_section(result, kind: str) -> list[str]:
     s = result.summary[kind]
-    head = "| rows scored | " + " | ".join(label for _, label, _ in SCORES) + " |"
+    head = "| metric, split | " + " | ".join(label for _, label, _ in SCORES) + " |"
     lines = [f"## {KIND_TITLES.get(kind, kind)} {{ #{_anchor(kind)} }}", "", head, "|" + "---|" * (len(SCORES) + 1)]
     for metric, by in [("all", s), *sorted(s.get("by_metric", {}).items())]:
         for key, label in splits(result):
@@ -253,9 +253,14 @@ def _worst(result, files, records) -> list[str]:
         layout = ", ".join(f"{k} {v}" for k, v in (r.get("layout") or {}).items())
         metric = r["metric"] + ("" if r.get("statistic") in (None, "single", "mean") else f" ({r['statistic']})")
         what = f"{metric} · {r['model'] or r['kind']} · {r['device']} × {r['gpus']}" + (f" · {layout}" if layout else "")
-        lines.append(f"| ×{r['ratio']:.2f} | {_row_link(r, rec, files)}<br>{md_escape(what)} | {_value(r['measured'], r['unit'])} | "
+        lines.append(f"| ×{_ratio(r['ratio'])} | {_row_link(r, rec, files)}<br>{md_escape(what)} | {_value(r['measured'], r['unit'])} | "
                      f"{_value(r['held_out'], r['unit'])} | {md_escape(cause(evidence(r, rec, words)))} |")
     return lines + [""]
+
+
+def _ratio(x: float) -> str:
+    """``3.00``, ``0.45``; two significant digits below 0.1 (``0.00021``), so a tiny ratio never reads as zero."""
+    return f"{x:.2f}" if x >= 0.1 else f"{x:.2g}"
 
 
 def _row_link(row: dict, rec, files) -> str:

@@ -178,6 +178,10 @@ def test_reason_class_generalises_numbers_and_quoted_values():
         "--weights: '…' is not known; DeepSeek-V4's attention"
 
 
+def test_a_tiny_ratio_keeps_two_significant_digits():
+    assert [accuracy_pages._ratio(x) for x in (3.0, 0.45, 0.000214)] == ["3.00", "0.45", "0.00021"]
+
+
 def test_source_links_escape_text_and_link_urls():
     text = accuracy_pages.source_links("issue #870 'a|b'; https://github.com/SemiAnalysisAI/InferenceX/issues/870.")
     assert text == ("issue #870 'a\\|b'; [https://github.com/SemiAnalysisAI/InferenceX/issues/870]"
