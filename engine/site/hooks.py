@@ -1,7 +1,8 @@
 """mkdocs hooks (``hooks:`` in mkdocs.yml): generated pages and assets join the hand-written ones.
 
-- ``on_config``: generate every page from the knowledge root (``engine.site.generate``) and
-  append the generated sections to the navigation;
+- ``on_config``: generate every page from the knowledge root (``engine.site.generate``; the
+  result cached by a digest of its inputs, ``engine.site.site_cache``) and append the generated
+  sections to the navigation;
 - ``on_files``: add the generated pages, the generated formula script, and the static files
   (KaTeX and Mermaid from node_modules, installed from the lockfile when missing);
 - ``on_page_context``: point "edit this page" at the YAML that defines the page.
@@ -21,7 +22,7 @@ _STATE: dict = {}
 def on_config(config, **kwargs):
     from engine.core.paths import shipped_root
     from engine.site import assets
-    from engine.site.generate import generate
+    from engine.site.site_cache import generated
 
     root = os.environ.get("AIINFRA_ROOT") or shipped_root()
     docs = config["docs_dir"]
@@ -35,7 +36,7 @@ def on_config(config, **kwargs):
     from engine.core.errors import AiinfraError, KnowledgeError
 
     try:
-        site = generate(root, hand)
+        site = generated(root, hand)  # engine.site.generate.generate, cached by a digest of its inputs
         assets.ensure_node_modules()
     except KnowledgeError as exc:
         raise PluginError(f"the knowledge root {root} has problems; the site is not built from it:\n{exc.report()}") from None
