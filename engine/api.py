@@ -18,13 +18,34 @@ _SHIPPED: list = []  # the shipped root, found once
 
 
 def _root(root):
+    """``root`` checked (a folder path), or the shipped root; a wrong type is an InputError, a missing folder
+    the KnowledgeError ``formulas`` raises for it."""
+    import os
+
     if root is not None:
+        if not isinstance(root, str | os.PathLike):
+            raise InputError("root", f"expected a folder path (str or os.PathLike), got a {type(root).__name__}")
+        if not os.path.isdir(root):
+            from engine.core.errors import KnowledgeError, Problem
+
+            raise KnowledgeError([Problem(os.fspath(root), "", "", "is not a folder (expected a knowledge root with formulas/ and knowledge/)")])
         return root
     if not _SHIPPED:
         from engine.core.paths import shipped_root
 
         _SHIPPED.append(shipped_root())
     return _SHIPPED[0]
+
+
+def _text(value, field: str) -> str:
+    """An id or a name given to the API: a string, or an InputError naming ``field``."""
+    if not isinstance(value, str):
+        raise InputError(field, f"expected a string, got {value!r}" if value is None or isinstance(value, int | float) else f"expected a string, got a {type(value).__name__}")
+    return value
+
+
+def _optional_text(value, field: str) -> str | None:
+    return None if value is None else _text(value, field)
 
 
 def load(root=None):
@@ -51,6 +72,7 @@ def evaluate(formula_id: str, root=None, **inputs):
     from engine.numeric import compiled
     from engine.numeric.evaluate import evaluate as run
 
+    _text(formula_id, "formula_id")
     module = compiled.memoised(_root(root))
     meta = module.FORMULAS.get(formula_id) or module.FORMULAS.get(formula_id.strip().upper())
     if meta is None:
@@ -62,6 +84,8 @@ def solve(formula_id: str, target: str, root=None, eq=None, le=None, ge=None, **
     """Solve a formula for ``target`` symbolically; returns an ``engine.numeric.solve.Solution``."""
     from engine.numeric.solve import solve as run
 
+    _text(formula_id, "formula_id")
+    _text(target, "target")
     relations = [(name, value) for name, value in (("eq", eq), ("le", le), ("ge", ge)) if value is not None]
     if len(relations) > 1:
         raise InputError("eq/le/ge", "give at most one of them")
@@ -117,7 +141,8 @@ class CalculatorHandle:
         from engine.numeric import compiled
         from engine.numeric.calculators import run
 
-        found = presets.precision_values(precision)  # kv_bytes follows the precision unless given
+        model, device = _optional_text(model, "model"), _optional_text(device, "device")
+        found = presets.precision_values(_text(precision, "precision"))  # kv_bytes follows the precision unless given
         if model or device:
             found.update(presets.load(self.root, model, device, precision, self.id))
         return run(self.calc, compiled.memoised(self.root), inputs, found)
@@ -125,10 +150,32 @@ class CalculatorHandle:
     def sweep(self, name: str, low: float, high: float, points: int = 32, log: bool = False, model=None, device=None, precision="bf16", **inputs):
         from engine.numeric.calculators import sweep
 
+        _text(name, "name")
         if name in inputs:
             raise InputError(name, "is swept; do not also give it as an input")
+        low, high = _end(low, "low"), _end(high, "high")
+        if not low < high:
+            raise InputError("high", f"the range {low:g}..{high:g} is empty (expected low < high)")
+        if not isinstance(points, int) or isinstance(points, bool):
+            raise InputError("points", f"expected a whole number from 2 to 100,000, got {points!r}")
         result = self.run(model=model, device=device, precision=precision, **{**inputs, name: low})
-        return sweep(result, name, float(low), float(high), points, log)
+        return sweep(result, name, low, high, points, log)
+
+
+def _end(value, field: str) -> float:
+    """One end of a sweep: a finite number in the swept symbol's unit."""
+    import math
+    import numbers
+
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InputError(field, f"expected a number in the swept symbol's unit, got a {type(value).__name__}")
+    try:
+        out = float(value)
+    except OverflowError:
+        out = math.inf
+    if not math.isfinite(out):
+        raise InputError(field, f"expected a finite number, got {value if out != out else 'an infinite or too large one'}")
+    return out
 
 
 def calculators(root=None) -> dict[str, CalculatorHandle]:
@@ -141,6 +188,7 @@ def calculators(root=None) -> dict[str, CalculatorHandle]:
 
 def calculator(name: str, root=None) -> CalculatorHandle:
     """The calculator ``name`` (``kv-concurrency`` or ``calc:kv-concurrency``); InputError naming the known ones."""
+    _text(name, "name")
     found = calculators(root)
     key = name.strip().removeprefix("calc:")
     if key not in found:

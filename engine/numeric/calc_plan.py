@@ -143,7 +143,8 @@ class _Plan:
             self.selectors[name] = value
             self.inputs[name] = InputValue(value, "", value, value, source)
             return
-        q = Quantity(*raw) if isinstance(raw, list) else read_input(name, raw, spec)
+        # a preset's range travels as [value, low, high] (engine.domain.presets); a user's list is read, and refused, as input
+        q = Quantity(*raw) if isinstance(raw, list) and source != "user" else read_input(name, raw, spec)
         check_domain(name, q, spec)
         self.quantities[name] = q
         self.inputs[name] = InputValue(q.value, spec["unit"], q.low, q.high, source)

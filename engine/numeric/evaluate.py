@@ -8,6 +8,7 @@ the monotonicity the compiler recorded) and by sampling otherwise; the result sa
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from collections import namedtuple
 
@@ -130,10 +131,18 @@ def _select_variant(meta: dict, given: dict[str, object]) -> str:
 
 
 def read_input(name: str, raw: object, spec: dict) -> Quantity:
-    if isinstance(raw, int | float) and not isinstance(raw, bool):
-        if not math.isfinite(raw):
+    if isinstance(raw, numbers.Real) and not isinstance(raw, bool):  # NumPy's numbers too
+        try:
+            value = float(raw)
+        except OverflowError:  # an int past the largest float (10**400)
+            unit = f" in {spec['unit']}" if spec["unit"] not in ("", "1") else ""
+            raise InputError(f"--set {name}", f"expected a finite number{unit}, got an integer of {len(str(abs(int(raw))))} digits") from None
+        if not math.isfinite(value):
             raise InputError(f"--set {name}", f"expected a finite number in {spec['unit']}")
-        return Quantity.point(float(raw))
+        return Quantity.point(value)
+    if not isinstance(raw, str):  # a list is never a (value, low, high) triple here: give a range as "lo..hi"
+        unit = f" in {spec['unit']}" if spec["unit"] not in ("", "1") else ""
+        raise InputError(f"--set {name}", f"expected a number{unit} or a string such as '80GiB', '1..3h' or '40±10%', got a {type(raw).__name__}")
     key = (str(raw), spec["unit"])
     q = _PARSED.get(key)
     if q is None:
