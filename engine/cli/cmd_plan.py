@@ -71,8 +71,9 @@ def add_parsers(verbs, Parser, shared) -> None:
     p.add_argument("--scheduler", metavar="ADDRESS", help="with --executor dask: a running scheduler (default: a local cluster on 127.0.0.1)")
     p.add_argument("--tile", type=_int, default=1_000_000, metavar="P", help="points per tile, each reduced on its worker (default 1e6)")
     p.add_argument("--all", action="store_true", help="train: list layouts that differ only by ZeRO stage and tie on step time (default: folded)")
-    t = p.add_argument_group("train: pin an axis to one value (the others are still searched; every axis given: that layout is evaluated and "
-                             "explained even where the search beats it; JSON holds it under \"pinned\")")
+    t = p.add_argument_group("pin an axis to one value (the others are still searched; every axis given: that layout is evaluated and "
+                             "explained even where the search beats it, with the calibrated times of `aiinfra validate`; JSON holds it under "
+                             "\"pinned\"). plan serve takes --tp, --ep, --batch or --concurrency, --dp")
     t.add_argument("--tp", type=_int, metavar="T", help="tensor-parallel size (divides the heads and KV heads, within --nvlink-domain)")
     t.add_argument("--cp", type=_int, metavar="C", help="context-parallel size (2 x CP chunks divide the sequence)")
     t.add_argument("--pp", type=_int, metavar="P", help="pipeline stages (at most the layers; TP x CP x PP divides the GPUs)")
@@ -89,6 +90,12 @@ def add_parsers(verbs, Parser, shared) -> None:
     s.add_argument("--demand", type=_float, metavar="TOK/S", help="output tokens/s the fleet must serve (default: one replica)")
     s.add_argument("--qps", type=_float, metavar="REQ/S", help="requests/s instead of --demand (demand = qps x output, FX86)")
     s.add_argument("--max-batch", type=_int, default=256, metavar="B", help="largest decode batch tried (default 256)")
+    s.add_argument("--batch", type=_int, metavar="B", help="pin the decode batch (sequences in flight) of one instance")
+    s.add_argument("--concurrency", type=_int, metavar="C", help="pin the requests in flight over the whole deployment (closed loop, as benchmark "
+                                                                 "clients run); each of the --dp instances holds C / DP")
+    s.add_argument("--dp", type=_int, metavar="D", help="data-parallel instances (replicas) of TP x EP sharing --concurrency (default 1)")
+    s.add_argument("--engine", metavar="NAME", help="the serving engine for the calibrated step overhead (tensorrt-llm, vllm, sglang; default: "
+                                                    "the value shared over engines)")
     s.add_argument("--max-ep", type=_int, default=64, metavar="E", help="largest expert-parallel group tried for MoE models (default 64)")
     s.add_argument("--weights", metavar="FORMAT", help="storage format of the weights (bf16 default, fp8, int4_group, nvfp4, mxfp4, ...: "
                                                      "scales included, FX650); at most as wide as --precision (FX651)")
@@ -118,6 +125,10 @@ def run(args) -> int:
     from engine.plan.pin import FLAGS
     from engine.plan.train import plan
 
+    if args.mode != "serve":
+        for flag, value in (("--batch", args.batch), ("--concurrency", args.concurrency), ("--dp", args.dp), ("--engine", args.engine)):
+            if value is not None:
+                raise InputError(flag, "pins a serving layout (aiinfra plan serve); plan train does not take it")
     if args.mode == "serve":
         for axis in ("cp", "pp", "vp", "mb", "zero", "recompute"):
             if getattr(args, PINS[axis], None) is not None:
@@ -141,8 +152,23 @@ def run(args) -> int:
     pins = {axis: getattr(args, dest) for axis, dest in PINS.items() if getattr(args, dest, None) is not None}
     result = plan(root_of(args), args.model, args.device, args.gpus, top=args.top, executor=args.executor, tile=args.tile,
                   workers=args.workers, fold=not args.all, pins=pins, **options, **extra)
-    emit(render(result, args.format))
+    calibrated = _train_calibrated(args, result) if pins else None
+    emit(render(result, args.format, calibrated))
     return 0
+
+
+def _train_calibrated(args, result) -> dict | None:
+    """The pinned layout's step under the training calibration of `aiinfra validate`."""
+    from engine.cli.common import root_of
+    from engine.measure import predict
+
+    r = result.pinned
+    if r is None or "step_time" not in r:
+        return None
+    s = result.space
+    layout = {"tp": r["tp"], "cp": r["cp"], "pp": r["pp"], "vp": r["vp"], "ep": r["ep"], "micro_batch": r["mb"], "zero": r["zero"],
+              "recompute": r["recompute"], "global_batch": s.global_batch}
+    return predict.train(root_of(args), args.model, args.device, gpus=s.gpus, layout=layout, seq=s.seq, precision=str(args.precision).strip().lower())
 
 
 def _rows(result) -> list[dict]:
@@ -153,7 +179,7 @@ def _rows(result) -> list[dict]:
     return out
 
 
-def render(result, fmt: str) -> str:
+def render(result, fmt: str, calibrated: dict | None = None) -> str:
     from engine.cli.render import table, to_json
 
     s, f = result.space, result.found
@@ -162,7 +188,7 @@ def render(result, fmt: str) -> str:
     if fmt == "json":
         return to_json({"gpus": s.gpus, "global_batch": s.global_batch, "seq": s.seq, "points": f.points, "layouts": f.layouts, "feasible": f.feasible,
                         "tiles": f.tiles, "executor": f.executor, "configurations": list(result.rows), "folded": result.folded, "why": result.why,
-                        "pinned": _pinned_json(result), "assumptions": list(result.assumptions)})
+                        "pinned": _pinned_json(result, calibrated), "assumptions": list(result.assumptions)})
     rows = _rows(result)
     if fmt == "csv":
         return table(rows, COLUMNS, "csv")
@@ -171,7 +197,7 @@ def render(result, fmt: str) -> str:
     notes = "\n".join(bullet + a for a in result.assumptions)
     fold = (f"\n{result.folded} layout(s) that differ only by ZeRO stage and tie on step time were folded into the rows above "
             "(the lowest-memory stage kept; --all lists them)") if result.folded else ""
-    pinned = _pinned_text(result, bullet) if result.pins else ""
+    pinned = _pinned_text(result, bullet, calibrated) if result.pins else ""
     return f"{head}\n\n{pinned}{body}{fold}\n\n{result.why}\n\nassumptions:\n{notes}"
 
 
@@ -181,13 +207,14 @@ def _given(result) -> str:
     return " ".join(f"{FLAGS[a]} {v}" for a, v in result.pins.items())
 
 
-def _pinned_json(result) -> dict | None:
+def _pinned_json(result, calibrated: dict | None = None) -> dict | None:
     if not result.pins:
         return None
-    return {"given": {a: v for a, v in result.pins.items()}, "layout": result.pinned, "search_best": result.search_best, "versus": result.versus}
+    return {"given": {a: v for a, v in result.pins.items()}, "layout": result.pinned, "search_best": result.search_best, "versus": result.versus,
+            "calibrated": calibrated}
 
 
-def _pinned_text(result, bullet: str) -> str:
+def _pinned_text(result, bullet: str, calibrated: dict | None = None) -> str:
     """The pinned layout explained: its terms, memory, rates and binding constraint, then the search's best."""
     r = result.pinned
     if r is None or "step_time" not in r:
@@ -206,6 +233,14 @@ def _pinned_text(result, bullet: str) -> str:
         f"{bullet}binding constraint: {r['binding']}",
         f"{bullet}{result.versus}",
     ]
+    if calibrated is not None:
+        from engine.measure import predict
+
+        if calibrated.get("available"):
+            t = calibrated["times"]
+            lines.append(f"{bullet}calibrated: step {t['step_time']:.4f} s, {t['tokens_per_gpu_per_s']:,.1f} tokens/s per GPU, "
+                         f"{t['model_tflops_per_gpu'] / 1e12:.1f} model TFLOP/s per GPU, MFU {100 * t['mfu']:.1f}%")
+        lines.append(f"{bullet}{predict.describe(calibrated, 'train')}")
     return "\n".join(lines) + "\n\nsearched with the pinned values fixed:\n"
 
 
@@ -259,11 +294,16 @@ def serve(args) -> int:
         raise InputError("--svg", f"{args.svg!r} does not end in .svg")
     latency = None if args.allreduce_latency is None else _seconds(args.allreduce_latency, "--allreduce-latency")
     link = None if args.kv_link_bandwidth is None else args.kv_link_bandwidth * 1e9
+    pin = _serve_pin(args)
+    mfu, mfu_note = _serve_mfu(args)
     r = plan_serve(root_of(args), args.model, args.device, executor=args.executor, workers=args.workers, tile_size=args.tile, keep_rows=False,
                    prompt=args.prompt, output=args.output, ttft=_seconds(args.ttft, "--ttft"), tpot=_seconds(args.tpot, "--tpot"), demand=args.demand,
-                   qps=args.qps, nvlink_domain=args.nvlink_domain, max_batch=args.max_batch, max_ep=args.max_ep, mfu=args.mfu, mbu=args.mbu,
+                   qps=args.qps, nvlink_domain=args.nvlink_domain, max_batch=args.max_batch, max_ep=args.max_ep, mfu=mfu, mbu=args.mbu,
                    allreduce_latency=latency, kv_link_bandwidth=link, waterline=args.waterline, split=not args.no_split, prune=args.prune,
-                   weights=args.weights, kv_cache=args.kv_cache, precision=args.precision)
+                   weights=args.weights, kv_cache=args.kv_cache, precision=args.precision, pin=pin)
+    calibrated = _serve_calibrated(args, pin) if r.pinned else None
+    if mfu_note:
+        r = _with_note(r, mfu_note)
     if args.svg:
         _svg(r.front, args.svg)
     after = r.pruned_tree - r.pruned_early
@@ -274,13 +314,15 @@ def serve(args) -> int:
     if args.format == "json":
         emit(to_json({"points": r.points, "feasible": r.feasible, "pruned_bound": r.pruned_bound, "pruned_tree": r.pruned_tree,
                       "pruned_early": r.pruned_early, "early_conditions": list(r.early_conditions), "tree_leaves": r.tree_leaves, "tp_prefill": r.tp_prefill, "front": list(r.front), "best": r.best, "cheapest": r.cheapest,
-                      "min_gpus": r.min_gpus, "replicas": r.replicas, "tiles": r.tiles, "executor": r.executor, "assumptions": list(r.assumptions)}))
+                      "min_gpus": r.min_gpus, "replicas": r.replicas, "tiles": r.tiles, "executor": r.executor, "assumptions": list(r.assumptions),
+                      "pinned": {"given": pin, "dp": args.dp or 1, "points": list(r.pinned), "calibrated": calibrated} if pin else None}))
         return 0
     rows = _serve_rows(r.front)
     if args.format == "csv":
         emit(table(rows, SERVE_COLUMNS, "csv"))
         return 0
-    head = (f"{r.points:,} points (mode x TP x EP x batch), {r.feasible:,} meet memory, TTFT and TPOT; {pruned}.\n"
+    head = (_serve_pinned_text(r, calibrated, args) if r.pinned else "") + (
+            f"{r.points:,} points (mode x TP x EP x batch), {r.feasible:,} meet memory, TTFT and TPOT; {pruned}.\n"
             "Pareto front (tokens/s per GPU vs per user):")
     if r.best is None:
         emit(head + "\n\nno configuration meets the targets")
@@ -291,6 +333,88 @@ def serve(args) -> int:
     bullet = "- " if args.format == "md" else "  "
     emit(f"{head}\n\n{table(rows, SERVE_COLUMNS, args.format)}\n\n{tail}\n\nassumptions:\n" + "\n".join(bullet + a for a in r.assumptions))
     return 0
+
+
+def _serve_mfu(args) -> tuple[float | None, str | None]:
+    """--mfu, else the device's measured MFU (plan serve reads it), else the serving calibration's prefill efficiency for the device's
+    generation (knowledge/calibration/fitted.json), said in the notes; None where neither exists (plan serve then asks for --mfu)."""
+    if args.mfu is not None:
+        return args.mfu, None
+    from engine.cli.common import root_of
+    from engine.core.errors import InputError
+    from engine.domain import presets
+    from engine.measure import predict
+    from engine.measure.generations import generation
+
+    root = root_of(args)
+    try:
+        device = presets.load(root, None, args.device, str(args.precision).strip().lower())
+    except InputError:
+        return None, None  # plan serve names the refused field itself
+    if "mfu" in device:
+        return None, None
+    cal = (predict.calibration(root) or {}).get("serve")
+    if not cal:
+        return None, None
+    by = cal["parameters"]["e_prefill"]
+    gen = generation(args.device)
+    value = by.get(gen, by["shared"])
+    return value, (f"MFU {value:.3f}: {args.device} records no measured MFU at {args.precision}, so the serving calibration's prefill efficiency "
+                   f"for {gen if gen in by else 'all generations (shared)'} is used (knowledge/calibration/fitted.json)")
+
+
+def _with_note(r, note: str):
+    from engine.core.record import replace
+
+    return replace(r, assumptions=(note, *r.assumptions))
+
+
+def _serve_pin(args) -> dict:
+    """--tp, --ep and --batch (or --concurrency over --dp instances) as plan serve's pinned axes."""
+    from engine.core.errors import InputError
+
+    pin = {k: getattr(args, k) for k in ("tp", "ep", "batch") if getattr(args, k) is not None}
+    dp = args.dp or 1
+    if args.dp is not None and args.dp < 1:
+        raise InputError("--dp", f"{args.dp} is not a positive integer")
+    if args.concurrency is not None:
+        if args.batch is not None:
+            raise InputError("--concurrency", "give --batch (per instance) or --concurrency (the whole deployment), not both")
+        if args.concurrency < 1 or args.concurrency % dp:
+            raise InputError("--concurrency", f"{args.concurrency} is not a positive multiple of --dp {dp} (each instance holds C / DP requests)")
+        pin["batch"] = args.concurrency // dp
+    elif args.dp is not None and args.batch is None:
+        raise InputError("--dp", "shares --concurrency between instances: give --concurrency too")
+    return pin
+
+
+def _serve_calibrated(args, pin: dict) -> dict:
+    from engine.cli.common import root_of
+    from engine.measure import predict
+
+    dp = args.dp or 1
+    conc = args.concurrency if args.concurrency is not None else pin["batch"] * dp
+    return predict.serve(root_of(args), args.model, args.device, tp=pin["tp"], ep=pin.get("ep", 1), replicas=dp, concurrency=conc,
+                         prompt=args.prompt, output=args.output, weights=args.weights, kv_cache=args.kv_cache, precision=args.precision, engine=args.engine)
+
+
+def _serve_pinned_text(r, calibrated, args) -> str:
+    from engine.measure import predict
+
+    lines = []
+    for x in r.pinned:
+        meets = ", ".join(f"{k} {'ok' if v else 'MISSED'}" for k, v in x["meets"].items())
+        lines.append(f"pinned {x['mode']} TP {x['tp']} x EP {x['ep']}, batch {x['batch']}: roofline TTFT {1e3 * x['ttft']:.1f} ms (one prompt alone), "
+                     f"TPOT {1e3 * x['tpot']:.2f} ms, {x['tokens_per_s_per_gpu']:,.0f} tok/s per GPU, {x['memory_bytes'] / 2**30:.1f} GiB per GPU ({meets})")
+    if calibrated and calibrated.get("available"):
+        t = calibrated["times"]
+        cap = " (the batch is capped by the K/V pages that fit)" if calibrated.get("capped") else ""
+        lines.append(f"calibrated, {args.dp or 1} instance(s) at {args.concurrency or r.pinned[0]['batch'] * (args.dp or 1)} requests in flight{cap}: "
+                     f"TTFT {1e3 * t['ttft']:.0f} ms (with queueing), TPOT {1e3 * t['tpot']:.2f} ms, {t['output_throughput_per_gpu']:,.0f} output tok/s "
+                     f"per GPU, {t['request_throughput']:.2f} req/s")
+    if calibrated is not None:
+        lines.append(predict.describe(calibrated, "serve"))
+    return "\n".join(lines) + "\n\n"
 
 
 def _svg(front, path: str) -> None:

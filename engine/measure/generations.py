@@ -44,5 +44,5 @@ LOW_PRECISION = ("fp8", "mxfp8", "nvfp4", "mxfp4", "fp4", "int8")
 
 
 def precision_class(precision: str | None) -> str:
-    """'low' for the block-scaled and 8-bit matrix paths (whose end-to-end gain is below their peak's), else '16-bit'."""
-    return "low" if (precision or "bf16").lower() in LOW_PRECISION else "16-bit"
+    """'low-precision' for the block-scaled and 8-bit matrix paths (whose end-to-end gain is below their peak's), else '16-bit'."""
+    return "low-precision" if (precision or "bf16").lower() in LOW_PRECISION else "16-bit"

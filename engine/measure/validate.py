@@ -89,7 +89,7 @@ def run(root, *, kinds=None, device: str | None = None, model: str | None = None
         out = held_out(tab, fitted)
         strict = held_out(tab, fitted, by="family")
         calibration[name] = fitted
-        sources[name] = sorted(set(tab.sources))
+        sources[name] = sorted(set(tab.families))
         keep = np.array([(device is None or m.device == device) and (model is None or m.model == model) for m in ok])
         for i, m in enumerate(ok):
             if keep[i]:

@@ -27,6 +27,7 @@ class ServePlan:
     replicas: int | None
     assumptions: tuple[str, ...]
     rows: tuple[dict, ...] = ()  # every point meeting memory and both targets (keep_rows only)
+    pinned: tuple[dict, ...] = ()  # with --tp, --ep and --batch all given: that point, co-located and split, whether or not it meets the targets
     cheapest: dict | None = None
     pruned_bound: int = 0
     pruned_tree: int = 0  # split points the pd-disaggregation tree rules out (pruned_early of them before evaluation)
@@ -53,7 +54,7 @@ MAX_BATCH = 1 << 16  # decode batch sizes tried: 65,536 requests, past what the 
 def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft: float, tpot: float, demand: float | None = None, qps: float | None = None,
                 nvlink_domain: int = 8, max_batch: int = 256, max_ep: int = 64, mfu: float | None = None, mbu: float = 1.0, kv_bytes: float = 2.0,
                 weights: str | None = None, kv_cache: str | None = None, precision: str = "bf16", allreduce_latency: float | None = None, kv_link_bandwidth: float | None = None, waterline: float | None = None,
-                split: bool = True, prune: str = "all") -> ServeSpace:
+                split: bool = True, prune: str = "all", pin: dict | None = None) -> ServeSpace:
     from engine.domain import presets
     from engine.plan.space import SCALEOUT_BANDWIDTH, _preset
 
@@ -155,10 +156,39 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
                 modes=MODES if split and output >= 2 else MODES[:1], tp=tp, ep=_divisors(experts, max_ep) if experts else (1,),
                 batch=tuple(range(1, max_batch + 1)), prune=prune, **shape, **stored, bytes_param=w_fmt.bytes, precision=precision, weights=weights_label,
                 kv_cache=kv_cache.strip().lower() if kv_cache else ("bf16" if kv_bytes == 2 else "as given"))
+    if pin:
+        base.update(_pinned_axes(base, pin, experts, model))
     space = ServeSpace(**base)
     if len(space.modes) > 1:
         space = ServeSpace(**dict(base, tp_prefill=_prefill_tp(space, f)))
     return space
+
+
+PIN_FLAGS = {"tp": "--tp", "ep": "--ep", "batch": "--batch"}
+
+
+def _pinned_axes(base: dict, pin: dict, experts: int, model: str) -> dict:
+    """The serving axes reduced to the pinned values (``pin``: tp, ep, batch -> value), each checked against the rules the
+    search applies: TP divides the heads, K/V heads and recurrent heads within the NVLink domain, EP divides the experts
+    (1 for a dense model), EP divides the batch (each attention group holds whole sequences)."""
+    out = {}
+    for axis, value in pin.items():
+        if value is None:
+            continue
+        flag = PIN_FLAGS.get(axis)
+        if flag is None:
+            raise InputError(axis, f"is not a serving axis (expected one of {', '.join(PIN_FLAGS)})")
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise InputError(flag, f"{value!r} is not a positive integer")
+        if axis == "tp" and value not in base["tp"]:
+            raise InputError(flag, f"{value} is not a valid TP for {model}: it must divide the heads and K/V heads within the NVLink domain "
+                                   f"(valid: {', '.join(map(str, base['tp']))})")
+        if axis == "ep" and value > 1 and (not experts or experts % value):
+            raise InputError(flag, f"{value} does not divide {model}'s {experts} routed experts" if experts else f"{model} has no routed experts (EP is 1)")
+        out[axis] = (value,)
+    if "batch" in out and out.get("ep", base["ep"])[0] > 1 and len(out.get("ep", ())) == 1 and out["batch"][0] % out["ep"][0]:
+        raise InputError("--batch", f"{out['batch'][0]} is not a multiple of EP {out['ep'][0]} (each attention group holds whole sequences)")
+    return out
 
 
 def _hybrid(record: dict, mv: dict) -> dict:
@@ -256,6 +286,7 @@ def plan_serve(root, model: str, device: str, *, executor: str = "serial", worke
     from engine.plan.executor import map_tiles, tiles
 
     s = build_serve(root, model, device, **options)
+    pinned = _evaluate_pinned(s) if len(s.tp) == 1 and len(s.ep) == 1 and len(s.batch) == 1 else ()
     work = [(s, a, b, keep_rows) for a, b in tiles(s.size, tile_size)]
     parts = map_tiles(tile, work, executor, workers)
     merged_leaves: dict = {}
@@ -271,7 +302,22 @@ def plan_serve(root, model: str, device: str, *, executor: str = "serial", worke
                      assumptions=notes(s), rows=tuple(rows), cheapest=cheapest, pruned_bound=sum(p["pruned_bound"] for p in parts),
                      pruned_tree=sum(p["pruned_tree"] for p in parts), tree_leaves=merged_leaves,
                      pruned_early=sum(p["pruned_early"] for p in parts), early_conditions=next((p["early_conditions"] for p in parts if p["early_conditions"]), ()), tp_prefill=s.tp_prefill, tiles=len(work),
-                     executor=str(executor))
+                     executor=str(executor), pinned=pinned)
+
+
+def _evaluate_pinned(s: ServeSpace) -> tuple[dict, ...]:
+    """The pinned point in each mode with every term, evaluated without pruning and whatever the targets say."""
+    from engine.core.record import replace
+
+    full = replace(s, prune="none")
+    t = evaluate(full, 0, full.size)
+    out = []
+    for i in range(len(t["index"])):
+        row = _row(t, i, full)
+        row["meets"] = {"memory": bool(t["memory"][i] <= constants(full)["usable"]), "ttft": bool(t["ttft"][i] <= s.ttft), "tpot": bool(t["tpot"][i] <= s.tpot)}
+        row["memory_bytes"] = float(t["memory"][i])
+        out.append(row)
+    return tuple(out)
 
 
 def notes(s: ServeSpace) -> tuple[str, ...]:
