@@ -499,6 +499,7 @@ def fast_show_args(argv: list[str]) -> SimpleNamespace | None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        _utf8_only(argv)
         args = fast_eval_args(argv) or fast_show_args(argv)
         if args is None and argv[:1] in (["forward"], ["generate"]):
             from engine.cli.cmd_forward import fast_args
@@ -536,6 +537,22 @@ def main(argv: list[str] | None = None) -> int:
             raise
         sys.stderr.write(f"aiinfra: internal error: {exc.__class__.__name__}: {exc} (set AIINFRA_DEBUG=1 for a traceback)\n")
         return 70
+
+
+def _utf8_only(argv: list[str]) -> None:
+    """Refuse an argument that is not UTF-8 (Python keeps such bytes as lone surrogates, which no
+    file name, id or number can hold), naming the option it was given to."""
+    for i, arg in enumerate(argv):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            from engine.core.errors import InputError
+
+            flag, eq, value = arg.partition("=")
+            inline = arg.startswith("--") and eq
+            field = flag if inline else argv[i - 1] if i and argv[i - 1].startswith("-") else f"argument {i + 1}"
+            shown = os.fsencode(value if inline else arg)
+            raise InputError(field, f"{shown!r} is not valid UTF-8 (expected text)") from None
 
 
 def _error_text(exc) -> str:

@@ -167,7 +167,7 @@ def load_one(root, text: str) -> Tree:
     key = text.strip().lower()
     name = key.split(":", 1)[1] if key.startswith("tree:") else key
     path = Path(root) / FOLDER / f"{name}.yaml"
-    if name and "/" not in name and "\\" not in name and not name.startswith(".") and path.is_file():
+    if name and "/" not in name and "\\" not in name and not name.startswith(".") and len(path.name.encode()) <= 255 and path.is_file():
         trees, problems = load(root, [path])
         if problems:
             raise KnowledgeError(problems)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from engine.core.errors import EvaluationError, InputError
+from engine.core.errors import EvaluationError, ExprError, InputError, KnowledgeError, Problem
 from engine.core.record import dataclass, field
 from engine.numeric.calc_conditions import compile_conditions
 from engine.numeric.calculators import Graph, _chain, _Missing
@@ -121,6 +121,23 @@ class Walk:
         }
 
 
+def _located(tree: Tree, names, exc):
+    """The ExprError of the first condition of ``tree`` that does not compile, at its file:line, id and field."""
+    for node in tree.nodes.values():
+        for i, b in enumerate(node.branches):
+            try:
+                compile_conditions([b.when], names)
+            except ExprError as mine:
+                return mine.located(tree.where("nodes", node.id, "branches", i, "when"), tree.id, f"nodes.{node.id}.branches[{i}].when")
+    for key, leaf in tree.leaves.items():
+        if leaf.boundary:
+            try:
+                compile_conditions([leaf.boundary["when"]], names)
+            except ExprError as mine:
+                return mine.located(tree.where("leaves", key, "failure_boundary", "when"), tree.id, f"leaves.{key}.failure_boundary.when")
+    return exc
+
+
 class Runner:
     """One tree compiled for walking: conditions as Python functions, the chain planner ready."""
 
@@ -132,7 +149,10 @@ class Runner:
         names = self.symbols.names()
         texts = [b.when for node in tree.nodes.values() for b in node.branches]
         texts += [leaf.boundary["when"] for leaf in tree.leaves.values() if leaf.boundary]
-        compiled_conds = compile_conditions(texts, names)  # one cached module, not one parse per condition
+        try:
+            compiled_conds = compile_conditions(texts, names)  # one cached module, not one parse per condition
+        except ExprError as exc:
+            raise _located(tree, names, exc) from None
         self.conds = {}
         for node in tree.nodes.values():
             for i, b in enumerate(node.branches):
@@ -188,7 +208,11 @@ class Runner:
             current = steps[-1].to
             if len(steps) > len(self.tree.nodes):
                 raise EvaluationError(self.tree.id, "the walk loops (run aiinfra tree check)")
-        leaf = self.tree.leaves[current]
+        leaf = self.tree.leaves.get(current)
+        if leaf is None:  # `aiinfra tree check` reports it too; a walk that reaches it stops here with the place
+            path = ("start",) if not steps else ()
+            raise KnowledgeError([Problem(self.tree.where(*path), self.tree.id, path[0] if path else f"nodes.{steps[-1].node}",
+                                          f"leads to {current!r}, which is neither a node nor a leaf of the tree")])
         boundary = self._boundary(state, leaf)  # first: it may read inputs the path did not (they belong in the report)
         walk = Walk(self.tree, steps, leaf, state.inputs())
         walk.boundary = boundary
