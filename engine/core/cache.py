@@ -3,7 +3,8 @@
 The compiled formula and template modules are code, so the cache is a trust boundary:
 
 - it lives only under the user's own folder: ``$AIINFRA_CACHE_DIR``, else
-  ``$XDG_CACHE_HOME/aiinfra``, else ``~/.cache/aiinfra``; never a shared temporary folder;
+  ``$XDG_CACHE_HOME/aiinfra`` (an absolute path; a relative one is ignored, as the XDG rule says),
+  else ``~/.cache/aiinfra``; never a shared temporary folder;
 - the folder is created 0700; a folder not owned by the user, or writable by group or
   others, is not used at all (the run goes on uncached, in memory);
 - a file is read only when it is a regular file (no symlink), owned by the user and not
@@ -33,7 +34,9 @@ def location() -> str:
     env = os.environ.get("AIINFRA_CACHE_DIR")
     if env:
         return env
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(xdg):  # the XDG rule: a relative path is invalid and ignored, never a folder under the cwd
+        xdg = os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(xdg, "aiinfra")
 
 

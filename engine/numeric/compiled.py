@@ -237,7 +237,17 @@ def module(key: str, make_source):
 
 
 def _code_name(key: str) -> str:
-    return f"formulas_{key}_{sys.implementation.cache_tag}_{sys.hexversion:x}.code"  # marshal is per version
+    # marshal is per version; condition modules (key conditions_...) are named apart from the formula modules,
+    # so pruning one kind never evicts the other (#24: concurrent cold runs evicted the formula module)
+    return f"{_code_kind(key)}{key.removeprefix(CONDITIONS)}_{sys.implementation.cache_tag}_{sys.hexversion:x}.code"
+
+
+CONDITIONS = "conditions_"
+
+
+def _code_kind(key: str) -> str:
+    """The file-name prefix of a generated module: ``conditions_`` for the condition modules, else ``formulas_``."""
+    return CONDITIONS if key.startswith(CONDITIONS) else "formulas_"
 
 
 def _cached_code(key: str):
@@ -262,7 +272,7 @@ def _store_code(key: str, code) -> None:
     from engine.core import cache
 
     if cache.write(_code_name(key), marshal.dumps(code)):
-        cache.prune("formulas_", ".code", keep=32)
+        cache.prune(_code_kind(key), ".code", keep=32)
 
 
 # ---------------------------------------------------------------------- generation
