@@ -84,6 +84,9 @@ def serve(folder: str, host: str = "127.0.0.1", port: int = 8000, ready=None) ->
         httpd.serve_forever()
 
 
+IDLE_TIMEOUT_S = 30  # seconds a client may take to send its request line and headers
+
+
 def make_server(folder: str, host: str, port: int):
     """A threading static server for ``folder``: files inside it only, no listings, a backlog for 256 waiting clients."""
     import http.server
@@ -99,12 +102,16 @@ def _handler_class(base: Path):
     """SimpleHTTPRequestHandler confined to ``base`` (built lazily: http.server is not imported at load).
 
     A path with a NUL byte (raw or ``%00``) answers 400; a file or index.html whose real path
-    (symlinks resolved) is outside ``base`` answers 404, as does a folder without index.html.
+    (symlinks resolved) is outside ``base`` answers 404, as does a folder without index.html and a
+    path the file system refuses (a component over 255 bytes). A client idle for IDLE_TIMEOUT_S
+    seconds is disconnected.
     """
     import functools
     import http.server
 
     class Handler(http.server.SimpleHTTPRequestHandler):
+        timeout = IDLE_TIMEOUT_S  # a connection that never finishes its request is closed, its thread freed
+
         def send_head(self):
             path = self.translate_path(self.path)
             if "\x00" in path or "\x00" in self.path:
@@ -127,8 +134,8 @@ def _handler_class(base: Path):
 
 def _inside(base: Path, path: Path) -> bool:
     """Whether what ``path`` serves (itself, or its index.html for a folder) really lies in ``base``; a missing file counts as inside (it answers 404 anyway)."""
-    target = path / "index.html" if path.is_dir() else path
     try:
+        target = path / "index.html" if path.is_dir() else path
         real = target.resolve(strict=True)
     except FileNotFoundError:
         return True
