@@ -61,7 +61,7 @@ def _engine(m) -> str:
 KINDS = {
     "serve": Kind("serve", serve.terms, serve.times, (
         Param("e_prefill", 0.5, 0.05, 1.0, "gen"), Param("e_decode", 0.5, 0.05, 1.0, "gen"), Param("e_hbm", 0.8, 0.2, 1.0, "gen"),
-        Param("e_link", 0.7, 0.1, 1.0, None), Param("ar_latency", 5e-6, 1e-7, 1e-4, None), Param("overhead", 3e-3, 1e-5, 0.1, "engine")), {"gen": _gen, "engine": _engine}),
+        Param("e_kv", 0.6, 0.1, 1.0, "gen"), Param("e_link", 0.7, 0.1, 1.0, None), Param("ar_latency", 5e-6, 1e-7, 1e-4, None), Param("overhead", 3e-3, 1e-5, 0.1, "engine")), {"gen": _gen, "engine": _engine}),
     "train": Kind("train", train.terms, train.times, (
         Param("e_train", 0.5, 0.05, 1.0, "gen"), Param("exposed", 0.5, 0.01, 1.0, None),
         Param("x_half", 64.0, 1.0, 1024.0, None), Param("kappa", 20.0, 1.0, 200.0, None)), {"gen": _gen_precision}),

@@ -6,7 +6,8 @@ for a vector of calibration parameters, cheaply, so the fit can call it thousand
 
 Per instance of g = TP x EP GPUs holding c requests (the record's concurrency over its DP replicas,
 capped by the K/V pages that fit, as engines admit):
-  decode step  T_d = max(FX131 FLOPs / (peak x e_decode), FX132 bytes / (HBM x e_hbm))
+  decode step  T_d = max(FX131 matrix FLOPs / (peak x e_decode), weight bytes / (HBM x e_hbm))
+                     + max(FX30's attention FLOPs / (peak x e_decode), FX132 K/V bytes / (HBM x e_kv))  (kernels in turn)
                      + FX704 TP all-reduces (FX50: 2 (TP-1) steps x latency + FX1 wire bytes / (NVLink x e_link))
                      + EP All2All F19 bytes / (link x e_link) + step overhead (FX78's step_overhead_time)
   prefill      T_p = FX74 FLOPs of one prompt / (g x peak x e_prefill) + its TP all-reduces
@@ -59,6 +60,8 @@ def terms(root, m) -> dict:
         raise Unmapped("the weights and one request's K/V do not fit this instance")
     # per sequence in the batch (each EP attention group holds c / EP of them): FX131 FLOPs, FX132 K/V bytes, FX702 message
     cd1 = float(f("FX131", decode_batch=1.0, infer_flops_per_token=c0["flops_decode"], tp_size=float(tp), peak_flops=1.0, mfu=1.0))
+    # the matrix products' share (FX30 without its attention term): 2 x active parameters per token, over TP x EP
+    lin1 = float(f("FX131", decode_batch=1.0, infer_flops_per_token=2.0 * s.params_active, tp_size=float(tp), peak_flops=1.0, mfu=1.0))
     kv1 = float(f("FX132", weight_bytes=0.0, tp_size=1.0, decode_batch=1.0, context_tokens=c0["ctx"], kv_bytes_per_token_per_gpu=float(read_per_token(s, c0, tp)),
                   hbm_bandwidth=1.0, mbu=1.0))
     ar_n = float(f("FX703", comm_passes=1, layers=float(s.allreduce_layers or s.layers))) if tp > 1 else 0.0
@@ -75,7 +78,7 @@ def terms(root, m) -> dict:
     want = _concurrency(w, replicas)
     return dict(fixed=float(want), rate=float(w.get("rate") or 0) / replicas, fits=float(fits), burst=n, sent=sent, g=float(g), ep=float(ep), replicas=float(replicas),
                 output=float(s.output), prompt=float(s.prompt), w_dense=w_dense, w_expert=w_expert, experts=experts, top_k=float(s.top_k),
-                cd1=cd1, kv1=kv1, ar_n=ar_n, ar_steps=2.0 * (tp - 1), ar1=ar1, ep1=ep1, cp=float(c0["flops_prefill"] * s.prompt / g),
+                cd1=lin1, ca1=max(cd1 - lin1, 0.0), kv1=kv1, ar_n=ar_n, ar_steps=2.0 * (tp - 1), ar1=ar1, ep1=ep1, cp=float(c0["flops_prefill"] * s.prompt / g),
                 peak=s.peak, hbm=s.hbm_bw, link=s.nvlink_bw, ep_link=s.nvlink_bw if g <= s.nvlink_domain else s.scaleout_bw,
                 capped=bool(want and fits < want))
 
@@ -119,9 +122,13 @@ def _step(t, p, c):
     the batch routes to: E (1 - (1 - k/E)^c) of E, balanced routing), their K/V, FX131 FLOPs; TP all-reduces; EP All2All."""
     b = c / t["ep"]
     touched = np.where(t["experts"] > 0, 1 - (1 - t["top_k"] / np.maximum(t["experts"], 1)) ** c, 1.0)
-    reads = t["w_dense"] + t["w_expert"] * touched + b * t["kv1"]
+    weights = t["w_dense"] + t["w_expert"] * touched
     ar = t["ar_n"] * (t["ar_steps"] * p["ar_latency"] + b * t["ar1"] / (t["link"] * p["e_link"]))
-    return np.maximum(b * t["cd1"] / (t["peak"] * p["e_decode"]), reads / (t["hbm"] * p["e_hbm"])) + ar + b * t["ep1"] / (t["ep_link"] * p["e_link"]) + p["overhead"]
+    # the matrix kernels (bound by their FLOPs or the weights they read) and the attention kernels (their FLOPs or the K/V
+    # they read) run one after the other: each kernel class its own roofline, the step their sum
+    matmul = np.maximum(b * t["cd1"] / (t["peak"] * p["e_decode"]), weights / (t["hbm"] * p["e_hbm"]))
+    attention = np.maximum(b * t["ca1"] / (t["peak"] * p["e_decode"]), b * t["kv1"] / (t["hbm"] * p["e_kv"]))
+    return matmul + attention + ar + b * t["ep1"] / (t["ep_link"] * p["e_link"]) + p["overhead"]
 
 
 def times(t: dict[str, np.ndarray], p: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -117,4 +117,4 @@ def test_the_gate_passes_on_the_shipped_knowledge_against_the_committed_baseline
     code, out, err = run(["validate", "--gate", "--worst", "0"], capsys)
     assert err == ""
     assert code == 0
-    assert out.startswith("Held out: each row predicted by the calibration fitted without its publisher's series")
+    assert out.startswith("held-out: each row predicted by the calibration fitted without its own table (leave one table out)")

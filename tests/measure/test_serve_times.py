@@ -12,9 +12,9 @@ import pytest
 
 from engine.measure import serve
 
-P = dict(e_prefill=0.5, e_decode=0.5, e_hbm=0.8, e_link=0.7, ar_latency=5e-6, overhead=2e-3)
+P = dict(e_prefill=0.5, e_decode=0.5, e_hbm=0.8, e_kv=0.8, e_link=0.7, ar_latency=5e-6, overhead=2e-3)
 DENSE = dict(fixed=1, rate=0, fits=100, burst=0, sent=0, g=1, ep=1, replicas=1, output=100, prompt=1000, w_dense=16e9, w_expert=0,
-             experts=0, top_k=0, cd1=16e9, kv1=1e6, ar_n=0, ar_steps=0, ar1=0, ep1=0, cp=1.6e13, peak=1e15, hbm=2e12, link=450e9,
+             experts=0, top_k=0, cd1=16e9, ca1=0, kv1=1e6, ar_n=0, ar_steps=0, ar1=0, ep1=0, cp=1.6e13, peak=1e15, hbm=2e12, link=450e9,
              ep_link=450e9)
 # prefill: 1.6e13 / (1e15 x 0.5) + overhead = 0.032 + 0.002 = 0.034 s
 PREFILL = 1.6e13 / (1e15 * 0.5) + 2e-3
@@ -28,8 +28,9 @@ def times(**over) -> dict:
 
 def test_dense_tpot_at_one_request_by_hand():
     out = times()
-    # compute 16e9 / (1e15 x 0.5) = 3.2e-5 s; bytes (16e9 + 1e6) / (2e12 x 0.8) = 1.0000625e-2 s: bytes win
-    step = max(16e9 / (1e15 * 0.5), (16e9 + 1e6) / (2e12 * 0.8)) + 2e-3
+    # matrix kernels: compute 16e9 / (1e15 x 0.5) = 3.2e-5 s against weights 16e9 / (2e12 x 0.8) = 1e-2 s: the weights win;
+    # attention kernels (no attention FLOPs here): K/V 1e6 / (2e12 x 0.8) = 6.25e-7 s; the two kernel classes run in turn
+    step = max(16e9 / (1e15 * 0.5), 16e9 / (2e12 * 0.8)) + 1e6 / (2e12 * 0.8) + 2e-3
     assert step == pytest.approx(0.012000625, rel=1e-12)
     # TPOT = step + c x prefill / output = 0.012000625 + 1 x 0.034 / 100 = 0.012340625 s
     assert out["tpot"] == pytest.approx(step + 1 * PREFILL / 100, rel=1e-12)
