@@ -66,17 +66,28 @@ def fast_args(argv: list[str]):
 
 
 def run(args) -> int:
+    from engine.cli.common import one_record
+    from engine.core.errors import KnowledgeError
     from engine.numeric.calculators import Calculator, cached_records
 
     root = root_of(args)
-    records = cached_records(root)
-    key = f"calc:{args.action.strip().lower()}"
-    if key not in records:
-        from engine.core.suggest import known
+    try:
+        records, problems = cached_records(root), []
+    except KnowledgeError:  # another calculator is broken: this one may still run (check names the rest)
+        from engine.numeric.calc_records import read_calculators
 
-        names = sorted(r.split(":", 1)[1] for r in records)
-        raise InputError("CALCULATOR", f"no calculator {args.action!r} ({known(key.split(':', 1)[1], names)})")
-    calc = Calculator.from_record(records[key])
+        records, problems = read_calculators(root)
+    key = f"calc:{args.action.strip().lower()}"
+
+    def lookup() -> dict:
+        if key not in records:
+            from engine.core.suggest import known
+
+            names = sorted(r.split(":", 1)[1] for r in records)
+            raise InputError("CALCULATOR", f"no calculator {args.action!r} ({known(key.split(':', 1)[1], names)})")
+        return records[key]
+
+    calc = Calculator.from_record(one_record(lookup, problems))
     sets = parse_sets(args.sets)
     from engine.domain import presets as preset_mod
 

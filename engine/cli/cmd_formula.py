@@ -75,8 +75,10 @@ def describe(k: Knowledge, f) -> dict:
 
 
 def show(args) -> int:
-    k = Knowledge.load(root_of(args))
-    d = describe(k, find(k, args.id))
+    from engine.cli.common import one_record
+
+    k = Knowledge.load(root_of(args), strict=False)
+    d = describe(k, one_record(lambda: find(k, args.id), k.problems))
     if args.format == "json":
         emit(to_json(d))
         return 0

@@ -40,8 +40,11 @@ def _list_row(d: hardware.Device) -> dict:
 
 
 def show(args) -> int:
-    k = _devices_of(args)
-    d = hardware.find(k, args.id)
+    from engine.cli.common import one_record
+    from engine.kb.folders import folder_view
+
+    k = folder_view(root_of(args), "hardware", strict=False)
+    d = one_record(lambda: hardware.find(k, args.id), getattr(k, "problems", []))
     if args.format == "json":
         emit(to_json(describe(d)))
     elif args.format == "csv":

@@ -6,7 +6,7 @@ import json
 import os
 import re
 
-from engine.cli.common import emit, root_of, write_atomic
+from engine.cli.common import emit, one_record, root_of, write_atomic
 from engine.cli.render import table, to_json
 from engine.core.errors import InputError
 from engine.core.humanize import number
@@ -53,10 +53,12 @@ def describe(rec: dict, root) -> dict:
 
 
 def show(args) -> int:
-    from engine.domain.models import find, load_models
+    from engine.domain.models import find
+    from engine.kb.knowledge import load_single_folder
 
     root = root_of(args)
-    d = describe(find(load_models(root), args.id), root)
+    k = load_single_folder(root, "models", strict=False)
+    d = describe(one_record(lambda: find(k.models, args.id), k.problems), root)
     if args.format == "json":
         emit(to_json(d))
     elif args.format == "csv":

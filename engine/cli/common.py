@@ -136,3 +136,22 @@ def publish(tmp: str, target) -> None:
 
 def emit(text: str) -> None:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def one_record(find, problems):
+    """``find()``, the record a single-record command reads, from a root loaded leniently: problems in
+    other records are one warning on stderr (``aiinfra check`` stays strict and lists them); when the
+    record is not found and the root has problems, they are the answer (it may be the broken one)."""
+    from engine.core.errors import KnowledgeError
+
+    try:
+        found = find()
+    except InputError:
+        if problems:
+            raise KnowledgeError(problems) from None
+        raise
+    if problems:
+        n = len(problems)
+        sys.stderr.write(f"aiinfra: warning: {n} problem{'s' if n != 1 else ''} in other records ignored "
+                         f"(first: {problems[0]}; aiinfra check lists every one)\n")
+    return found

@@ -176,7 +176,7 @@ def build_parser(argv: list[str] | None = None):
         # a core verb first on the line needs no plugin parsers: argparse then only descends into it
         _plugins(verbs, Parser)
     if argv is not None and _verb_and_root(argv)[0] == "calc":  # the knowledge is read only for this verb
-        _calculators(verbs, Parser, raw, _verb_and_root(argv)[1])
+        _calculators(verbs, Parser, raw, _verb_and_root(argv)[1], list(argv or []))
     else:  # listed in --help and in the unknown-verb message without reading the calculators
         verbs.add_parser("calc", help=CALC_HELP, description=CALC_DESCRIPTION)
     return top
@@ -283,15 +283,15 @@ CALC_HELP = "calculators declared as data (knowledge/calculators/)"
 CALC_DESCRIPTION = "Calculators: formula chains derived from the formula graph, with ranges, assumptions and failure boundaries."
 
 
-def _calculators(verbs, Parser, raw, root: str | None) -> None:
+def _calculators(verbs, Parser, raw, root: str | None, argv: list[str]) -> None:
     """``calc list`` and one subcommand per calculator, generated from knowledge/calculators/."""
     from engine.cli.cmd_calc import help_text
     from engine.cli.common import root_of
     from engine.numeric import compiled
-    from engine.numeric.calculators import load_records
+    from engine.numeric.calc_records import read_calculators
 
     root = root_of(SimpleNamespace(root=root))
-    records = load_records(root)
+    records, problems = read_calculators(root)  # a broken calculator does not take the others down (#24)
     module = compiled.load(root)
     calc = verbs.add_parser("calc", help=CALC_HELP, description=CALC_DESCRIPTION)
     cverbs = calc.add_subparsers(dest="action", metavar="CALCULATOR", parser_class=Parser)
@@ -316,6 +316,12 @@ def _calculators(verbs, Parser, raw, root: str | None) -> None:
         p.add_argument("--log", action="store_true", help="space the sweep's points logarithmically")
         p.add_argument("--plot", metavar="FILE.svg", help="with --sweep: also draw the curves to FILE (svg, png or pdf; needs matplotlib; replaces only a regular file: a symbolic link, FIFO or device is refused)")
         _shared(p, False)
+    words = _words(argv)[0]
+    asked = argv[words[1]].strip().lower() if problems and len(words) > 1 and argv[words[0]] == "calc" else None
+    if asked is not None and asked != "list" and f"calc:{asked.removeprefix('calc:')}" not in records:
+        from engine.core.errors import KnowledgeError
+
+        raise KnowledgeError(problems)  # the calculator asked for may be the broken one: its problems are the answer
 
 
 def _storage_help(flag: str) -> str:

@@ -135,7 +135,7 @@ def problems(k) -> list:
 
 
 # -------------------------------------------------------------------------------- records
-def load_models(root) -> dict:
+def load_models(root, strict: bool = True) -> dict:
     """The model records of ``root`` (id -> plain dict), schema-checked as ``Knowledge.load`` does.
 
     Reads only knowledge/models/, through the same single-record loader, so ``model list``
@@ -143,7 +143,7 @@ def load_models(root) -> dict:
     """
     from engine.kb.knowledge import load_single_folder
 
-    return load_single_folder(root, "models").models
+    return load_single_folder(root, "models", strict).models
 
 
 def find(models: dict, text: str) -> dict:

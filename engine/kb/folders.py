@@ -6,9 +6,10 @@ reads and writes the index; this module uses both)."""
 from __future__ import annotations
 
 
-def folder_view(root, folder: str):
+def folder_view(root, folder: str, strict: bool = True):
     """An object whose attribute for ``folder`` (``hardware``, ``models``, ...) holds its records:
-    from the cached index without importing the loader, else ``load_single_folder``'s Knowledge."""
+    from the cached index without importing the loader, else ``load_single_folder``'s Knowledge (with
+    ``strict=False``, the records that load and ``problems`` for the rest)."""
     from types import SimpleNamespace
 
     from engine.kb.index import read
@@ -19,4 +20,4 @@ def folder_view(root, folder: str):
         return SimpleNamespace(root=root, **{SINGLE_RECORD_ATTRIBUTES[folder]: records})
     from engine.kb.knowledge import load_single_folder
 
-    return load_single_folder(root, folder)
+    return load_single_folder(root, folder, strict)

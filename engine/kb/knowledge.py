@@ -393,7 +393,7 @@ class _Loader:  # the record classes are imported where a record is built: an in
         return tuple(out)
 
 
-def load_single_folder(root, folder: str) -> Knowledge:
+def load_single_folder(root, folder: str, strict: bool = True) -> Knowledge:
     """A Knowledge holding only one single-record folder (``models``, ``hardware``, ...), read and
     schema-checked as ``Knowledge.load`` reads it; KnowledgeError when a file does not load.
     Commands that need one folder do not pay for the formulas and the books; a folder that
@@ -411,7 +411,10 @@ def load_single_folder(root, folder: str) -> Knowledge:
             loader.load_single_record(name, path)
     loader.files.save(whole=False)
     if loader.problems:
-        raise KnowledgeError(loader.problems)
+        if strict:
+            raise KnowledgeError(loader.problems)
+        loader.k.problems = sorted(loader.problems)  # the records that loaded, for a command about one of them
+        return loader.k
     index.write(folder, key, getattr(loader.k, SINGLE_RECORD_FOLDERS[folder][1]))
     return loader.k
 

@@ -51,15 +51,22 @@ class Calculator:
 
 def load_records(root) -> dict[str, dict]:
     """The calculator records of ``root`` (only this folder: the CLI does not load the whole root)."""
+    records, problems = read_calculators(root)
+    if problems:
+        raise KnowledgeError(problems)
+    return records
+
+
+def read_calculators(root) -> tuple[dict[str, dict], list]:
+    """The calculator records of ``root`` that load, and the problems of those that do not (a command
+    about one calculator goes on when another is broken; ``aiinfra check`` stays strict)."""
     from engine.kb.schema import read_records
     from engine.kb.yamlio import plain
 
     base = Path(root).joinpath(*FOLDER)
     files = [(p, "/".join(FOLDER + (p.name,))) for p in sorted(base.glob("*.yaml"))] if base.is_dir() else []
     good, problems = read_records(files, "calculator", "calculator")
-    if problems:
-        raise KnowledgeError(problems)
-    return {data["id"]: plain(data) for _, data in good}
+    return {data["id"]: plain(data) for _, data in good}, sorted(problems)
 
 
 def cached_records(root) -> dict[str, dict]:
