@@ -69,7 +69,7 @@ KINDS = {
         Param("e_gemm", 0.7, 0.05, 1.0, "gen"), Param("launch", 5e-6, 1e-7, 1e-3, "gen"), Param("e_hbm", 0.8, 0.2, 1.0, None)), {"gen": _gen}),
     "hbm": Kind("hbm", kernels.hbm_terms, kernels.hbm_times, (Param("e_hbm", 0.85, 0.2, 1.0, "gen"),), {"gen": _gen}),
     "collective": Kind("collective", kernels.collective_terms, kernels.collective_times, (
-        Param("latency", 5e-6, 1e-8, 1e-3, "gen"), Param("e_link", 0.8, 0.05, 3.0, "gen")), {"gen": _fabric}),
+        Param("latency", 5e-6, 1e-8, 1e-3, "gen"), Param("e_link", 0.8, 0.05, 3.0, "gen"), Param("e_inner", 0.8, 0.05, 1.0, None)), {"gen": _fabric}),
 }
 
 
@@ -103,7 +103,7 @@ def values_for(kind: Kind, fitted: dict, groups) -> dict[str, np.ndarray]:
     """Per-record parameter arrays from a fit ({param: {group or 'shared': value}})."""
     out = {}
     for p in kind.params:
-        by = fitted[p.name]
+        by = fitted.get(p.name) or {"shared": p.start}  # a calibration older than the parameter: its documented start
         out[p.name] = np.array([by.get(g[p.by], by["shared"]) if p.by else by["shared"] for g in groups])
     return out
 

@@ -10,7 +10,9 @@ Collectives as nccl-tests reports them: algbw = S / t, busbw = algbw x factor (a
 all-gather, reduce-scatter and all-to-all (n-1)/n; FX1's wire bytes per rank are S x factor), and
 t = steps x latency + S x factor / (link x e_link): steps 2 (n-1) for a ring all-reduce, n-1 for the others, 2 for
 NVLS (the switch reduces). The link is the device's NVLink per direction inside a node, its host link for PCIe,
-the scale-out NIC per GPU (400 Gb/s = 50 GB/s) across nodes. Latency and e_link are fitted per fabric.
+the scale-out NIC per GPU (400 Gb/s = 50 GB/s) across nodes. Across nodes the collective is hierarchical: the G ranks
+of one scale-up domain (a node; a whole NVL72 rack) exchange S x factor(G) over it, then each carries S x factor(N / G)
+/ G across the NICs. Latency and e_link are fitted per fabric, e_inner once.
 """
 
 from __future__ import annotations
@@ -108,10 +110,31 @@ def collective_terms(root, m) -> dict:
     factor = FACTOR[op](n)
     algorithm = (w.get("algorithm") or "").lower()
     steps = 2.0 if (fabric == "nvls" or algorithm == "nvls") else (2.0 * (n - 1) if op == "allreduce" else float(n - 1))
-    return dict(size=float(w["message_bytes"]), factor=factor, steps=steps, link=link, fabric=fabric)
+    out = dict(size=float(w["message_bytes"]), factor=factor, steps=steps, link=link, fabric=fabric, inner=0.0, inner_link=1.0)
+    nodes = int(w.get("nodes", 1))
+    if fabric == "scaleout" and nodes > 1:
+        # hierarchical, as NCCL runs across nodes: the G ranks that share a scale-up domain (a node, or a whole NVL72 rack)
+        # reduce among themselves over it, then each of them carries 1/G of the message across the NICs
+        from engine.measure.generations import nvlink_domain
+
+        g = min(n, nvlink_domain(m.device)) if nvlink_domain(m.device) > 8 else max(1, n // nodes)
+        outer = max(1, n // g)
+        ic = rec.get("interconnect") or {}
+        if g > 1 and ic.get("per_direction"):
+            out.update(inner=FACTOR[op](g), inner_link=hardware.quantity(ic["per_direction"], "B/s"), factor_outer=FACTOR[op](outer) / g)
+        else:
+            out["factor_outer"] = factor
+        out["steps"] = 2.0 * (outer - 1) + 2.0 * (g - 1) if op == "allreduce" else float(outer - 1 + g - 1)
+    else:
+        out["factor_outer"] = factor
+    return out
 
 
 def collective_times(t, p) -> dict:
-    time = t["steps"] * p["latency"] + t["size"] * t["factor"] / (t["link"] * p["e_link"])
+    """nccl-tests' time of the collective: the latency of its steps, the scale-up share of a hierarchical one, and the
+    wire bytes over the fabric's link (busbw = S x factor / time, the factor of all n ranks as nccl-tests reports it)."""
+    time = t["steps"] * p["latency"] + t["size"] * t.get("factor_outer", t["factor"]) / (t["link"] * p["e_link"])
+    if "inner" in t:  # terms of one scale-up domain carry no inner share (0)
+        time = time + t["size"] * t["inner"] / (t["inner_link"] * p["e_inner"])
     algbw = t["size"] / time
     return dict(time=time, algorithm_bandwidth=algbw, bus_bandwidth=algbw * t["factor"])

@@ -82,7 +82,8 @@ def test_an_8_rank_ring_allreduce_of_1_gib_by_hand():
 
 def test_collective_terms_of_an_nvlink_ring_allreduce():
     t = kernels.collective_terms(shipped_root(), record({"op": "allreduce", "ranks": 8, "message_bytes": GIB}))
-    assert t == {"size": GIB, "factor": 1.75, "steps": 14.0, "link": 450e9, "fabric": "nvlink"}
+    # one scale-up domain: no inner share (0, over a unit link), the outer factor is the whole factor
+    assert t == {"size": GIB, "factor": 1.75, "steps": 14.0, "link": 450e9, "fabric": "nvlink", "inner": 0.0, "inner_link": 1.0, "factor_outer": 1.75}
 
 
 @pytest.mark.parametrize("workload", [{"fabric": "nvls"}, {"fabric": "nvlink", "algorithm": "NVLS"}])
@@ -93,10 +94,13 @@ def test_an_nvls_allreduce_takes_two_steps(workload):
 
 
 def test_roce_runs_on_the_scaleout_nic_per_gpu():
-    # one 400 Gb/s NIC per GPU = 50 GB/s; an all-gather over 16 ranks: factor 15/16, steps n - 1 = 15
+    # one 400 Gb/s NIC per GPU = 50 GB/s; an all-gather over 16 ranks on 2 nodes of 8 (H100 SXM, NVLink 450 GB/s per direction)
+    # runs hierarchically: inside a node (8 - 1) / 8 = 7/8 of the message over NVLink, across the 2 nodes (2 - 1) / 2 = 1/2 of it
+    # shared by the node's 8 NICs, 1/16 per GPU; steps 7 + 1 = 8; nccl-tests' busbw factor stays the 16 ranks' 15/16
     t = kernels.collective_terms(shipped_root(), record({"op": "allgather", "ranks": 16, "nodes": 2, "message_bytes": 1024, "fabric": "roce"},
                                                         gpus=16))
-    assert t == {"size": 1024.0, "factor": 15 / 16, "steps": 15.0, "link": 50e9, "fabric": "scaleout"}
+    assert t == {"size": 1024.0, "factor": 15 / 16, "steps": 8.0, "link": 50e9, "fabric": "scaleout", "inner": 7 / 8, "inner_link": 450e9,
+                 "factor_outer": 1 / 16}
 
 
 def test_the_fabric_unstated_is_nvlink_in_a_node_and_scaleout_across_nodes():
@@ -109,7 +113,7 @@ def test_the_fabric_unstated_is_nvlink_in_a_node_and_scaleout_across_nodes():
 
 def test_pcie_runs_on_the_host_link():
     t = kernels.collective_terms(shipped_root(), record({"op": "broadcast", "ranks": 2, "message_bytes": 4096, "fabric": "pcie"}, gpus=2))
-    assert t == {"size": 4096.0, "factor": 1.0, "steps": 1.0, "link": 64e9, "fabric": "pcie"}
+    assert t == {"size": 4096.0, "factor": 1.0, "steps": 1.0, "link": 64e9, "fabric": "pcie", "inner": 0.0, "inner_link": 1.0, "factor_outer": 1.0}
 
 
 def test_a_one_rank_collective_is_not_evaluated():
