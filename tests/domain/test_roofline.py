@@ -185,7 +185,7 @@ BAD = {
     "bf16 on a card without bf16": (["--device", "v100-sxm2-32gb", "--flops", "1e12", "--bytes", "1e9"], "--precision: hw:v100-sxm2-32gb has no bf16 peak;"),
     "sparse where none exists": (["--device", "tpu-v5e", "--sparse", "--flops", "1e12", "--bytes", "1e9"], "--sparse: hw:tpu-v5e has no structured-sparse bf16 peak;"),
     "two accumulators": (["--device", "rtx-5090", "--precision", "fp16", "--flops", "1e12", "--bytes", "1e9"], "--accumulator: hw:rtx-5090 states different fp16 peaks by accumulator"),
-    "unknown device": (["--device", "h800", "--flops", "1e12", "--bytes", "1e9"], "--device: no device 'h800' (did you mean h200? known:"),
+    "unknown device": (["--device", "h800", "--flops", "1e12", "--bytes", "1e9"], "--device: no device 'h800' (did you mean h200 or h800-sxm? known:"),
     "bytes in seconds": (["--device", "h100-sxm", "--flops", "1e12", "--bytes", "16s"], "--bytes: '16s' has unit s (s), expected a quantity in B (B)"),
     "a range": (["--device", "h100-sxm", "--flops", "1e12..2e12", "--bytes", "1e9"], "--flops: takes a single value"),
     "negative": (["--device", "h100-sxm", "--flops=-1e12", "--bytes", "1e9"], "--flops: expected a value >= 0 FLOP, got -1e+12"),
