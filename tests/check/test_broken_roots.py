@@ -6,6 +6,7 @@ asserted are the project's own message text.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from engine.cli.main import main
@@ -129,6 +130,8 @@ def test_check_reports_a_failure_taxonomy_naming_a_missing_device(tmp_path):
 
     folder = tmp_path / "knowledge" / "failure_taxonomies"
     folder.mkdir(parents=True)
+    (tmp_path / "knowledge" / "hardware").mkdir()  # a root without a hardware folder is not checked for devices
+    shutil.copy(SHIPPED / "knowledge" / "hardware" / "h100-sxm.yaml", tmp_path / "knowledge" / "hardware")
     src = SHIPPED / "knowledge" / "failure_taxonomies" / "llama3-405b-pretraining.yaml"
     (folder / src.name).write_bytes(src.read_bytes())
     _edit(folder / src.name, "device: hw:h100-sxm", "device: hw:h100-sxmm")
