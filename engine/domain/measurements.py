@@ -13,6 +13,8 @@ Run ``python -m engine.domain.measurements FILE...`` to check files alone.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from engine.core.errors import Problem
 from engine.core.record import dataclass
 
@@ -86,6 +88,7 @@ def merge(defaults: dict, row: dict) -> dict:
     return out
 
 
+@lru_cache(maxsize=1)
 def _row_validator():
     import json
     from importlib import resources
@@ -168,8 +171,13 @@ def load(root, files=None) -> tuple[list[Measurement], list[Problem]]:
     models = {f"model:{p.stem}" for p in (root / "knowledge" / "models").glob("*.yaml")}
     devices = {f"hw:{p.stem}" for p in (root / "knowledge" / "hardware").glob("*.yaml")}
     out, problems = [], []
+    salt = _salt(models, devices)
     for path in paths:
         display = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+        cached = _cached(path, display, salt)
+        if cached is not None:
+            out += cached
+            continue
         data, found = load_yaml(path, display)
         problems += found
         if found or data is None:
@@ -188,7 +196,56 @@ def load(root, files=None) -> tuple[list[Measurement], list[Problem]]:
         rows, found = build_file(data, display, models, devices)
         out += rows
         problems += found
+        if not found:
+            _keep(path, display, salt, rows)
     return out, problems
+
+
+# A clean file's rows are kept in the user's private cache (engine.core.cache), keyed by the file's bytes, its display
+# name, the schema, this module and the model and device ids it was checked against: the JSON-Schema check of ~3,000 rows
+# costs seconds, and a file with problems is always read again so that they are reported.
+def _salt(models, devices) -> str:
+    import hashlib
+    from importlib import resources
+    from pathlib import Path
+
+    h = hashlib.blake2b(digest_size=16)
+    h.update(resources.files("engine.kb.schemas").joinpath("measurement.json").read_bytes())
+    h.update(Path(__file__).read_bytes())
+    h.update("|".join(sorted(models or ())).encode() + b"#" + "|".join(sorted(devices or ())).encode())
+    return h.hexdigest()
+
+
+def _name(path, display: str, salt: str) -> str | None:
+    import hashlib
+
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return "meas-" + hashlib.blake2b(data + display.encode() + salt.encode(), digest_size=16).hexdigest() + ".json"
+
+
+def _cached(path, display: str, salt: str):
+    from engine.core import cache
+
+    name = _name(path, display, salt)
+    rows = cache.read_json(name) if name else None
+    if not isinstance(rows, list):
+        return None
+    try:
+        return [Measurement(**{**r, "assumed": tuple(r.get("assumed", ()))}) for r in rows]
+    except TypeError:  # a row of another shape: rebuild
+        return None
+
+
+def _keep(path, display: str, salt: str, rows: list) -> None:
+    from engine.core import cache
+    from engine.core.record import fields
+
+    name = _name(path, display, salt)
+    if name:
+        cache.write_json(name, [{f.name: getattr(r, f.name) for f in fields(r)} for r in rows])
 
 
 def main(argv=None) -> int:

@@ -131,3 +131,20 @@ def test_check_reports_a_broken_measurement_table_and_exits_1(tmp_path, capsys):
     # the good root has no device records: h100-sxm is unknown there
     assert "knowledge/measurements/t.yaml:6 meas:t/r1 device: no device record 'h100-sxm' in knowledge/hardware/" in out.splitlines()
     assert out.splitlines()[-1].endswith("; 1 problem")
+
+
+def test_a_clean_table_is_read_again_from_the_cache_and_an_edit_is_seen(tmp_path):
+    root = root_with(tmp_path, '  - {id: a, value: 10, where: "row a"}\n')
+    first, problems = load_lines(root)
+    assert problems == []
+    again, _ = load_lines(root)  # from the private cache (the schema check is skipped): the same record
+    assert again == first
+    table = root / "knowledge" / "measurements" / "t.yaml"
+    table.write_text(table.read_text(encoding="utf-8").replace("value: 10", "value: 20"), encoding="utf-8")
+    (edited,), _ = load_lines(root)
+    assert edited.value == 20 * 1e-3  # the file's bytes are in the key: 20 ms, not the cached 10 ms
+    # a file with a problem is never served from the cache: its problem is reported every time
+    table.write_text(table.read_text(encoding="utf-8").replace("value: 20", "value: -1"), encoding="utf-8")
+    for _ in range(2):
+        rows, problems = load_lines(root)
+        assert rows == [] and len(problems) == 1
