@@ -34,7 +34,7 @@ def validate(args) -> int:
     import os
     import sys
 
-    from engine.cli.common import emit, root_of, write_atomic
+    from engine.cli.common import emit, root_of, writable_target, write_atomic
     from engine.core.errors import InputError
     from engine.measure import gate, report
     from engine.measure.validate import run
@@ -44,6 +44,8 @@ def validate(args) -> int:
         raise InputError("--worst", f"{args.worst} is not a non-negative count")
     if args.write_baseline and (args.kind or args.device or args.model):
         raise InputError("--write-baseline", "the baseline is the whole run: give it without --kind, --device or --model")
+    if args.svg:
+        writable_target(args.svg, "--svg")  # before the run: a mistyped folder is refused at once, not after it
     if args.gate and (args.kind or args.device or args.model):
         raise InputError("--gate", "the gate compares the whole run: give it without --kind, --device or --model")
     result = run(root, kinds=args.kind, device=args.device, model=args.model)
