@@ -115,8 +115,10 @@ def build_file(data: dict, display: str, models: set[str] | None, devices: set[s
         rid = f"{source}/{row.get('id', i)}"
         errors = sorted(validator.iter_errors(row), key=lambda e: list(e.absolute_path))
         if not isinstance(raw, dict) or errors:
-            why = errors[0].message if errors else "expected a mapping"
-            path = ".".join(str(p) for p in errors[0].absolute_path) if errors else ""
+            from engine.kb.schema import field_path, message
+
+            why = message(errors[0]) if errors else "expected a mapping"
+            path = field_path(list(errors[0].absolute_path)) if errors else ""
             problems.append(Problem(place, rid, path, why))
             continue
         if rid in seen:

@@ -72,6 +72,11 @@ def validate(kind: str, raw: object, display: str, record_id: str) -> list[Probl
     return problems
 
 
+def message(error) -> str:
+    """One sentence for a jsonschema error, in the project's words (what ``validate`` reports)."""
+    return _message(error)
+
+
 def _message(error) -> str:
     validator_name = error.validator
     instance = error.instance

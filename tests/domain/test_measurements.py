@@ -97,9 +97,9 @@ def test_each_broken_row_is_named_at_its_line_with_its_field(tmp_path):
         f"{place}:19 meas:t/d model: no model record 'nope' in knowledge/models/",
         f"{place}:20 meas:t/e device: no device record 'nope' in knowledge/hardware/",
         f"{place}:21 meas:t/a id: defined twice in the file (first at {place}:16)",
-        # the schema's own sentence (jsonschema's text, not engine.kb.schema's 'missing required field' wording)
-        f"{place}:22 meas:t/f: 'where' is a required property",
-        f"{place}:23 meas:t/g workload.prompt: None is not of type 'integer'",
+        # in engine.kb.schema's words, as every other record kind reports them
+        f"{place}:22 meas:t/f: missing required field 'where'",
+        f"{place}:23 meas:t/g workload.prompt: expected integer, got null None",
     ]
 
 
