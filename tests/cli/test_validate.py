@@ -118,3 +118,13 @@ def test_the_gate_passes_on_the_shipped_knowledge_against_the_committed_baseline
     assert err == ""
     assert code == 0
     assert out.startswith("held-out: each row predicted by the calibration fitted without its own table (leave one table out)")
+
+
+def test_csv_is_one_line_per_scored_record(root, capsys):
+    code, out, err = run(["validate", "--root", root, "--kind", "hbm", "--format", "csv"], capsys)
+    assert (code, err) == (0, "")
+    lines = out.strip().splitlines()
+    assert lines[0] == "id,kind,metric,statistic,model,device,gpus,engine,measured,unit,in_sample,held_out,held_out_family,ratio,source,where"
+    # the fixture's three rows (x1 in hbm-a, y1 and y2 in hbm-b), measured in B/s: 2900, 2800, 2700 GB/s x 1e9
+    assert [line.split(",")[0] for line in lines[1:]] == ["meas:hbm-a/x1", "meas:hbm-b/y1", "meas:hbm-b/y2"]
+    assert [float(line.split(",")[8]) for line in lines[1:]] == [2900e9, 2800e9, 2700e9]
