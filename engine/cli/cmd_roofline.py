@@ -210,6 +210,23 @@ def _link_lines(b: roofline.LinkBound, source: str) -> list[str]:
     ]
 
 
+def _calibrated_lines(root, device: str, whole, peak: float, bandwidth: float, tokens: int) -> list[str]:
+    """The totals at the serving calibration's efficiencies for the device's generation (aiinfra validate)."""
+    from engine.measure import predict
+
+    c = predict.constants(root, "serve", device)
+    if c is None:
+        return []
+    v, frm = c["values"], c["from"]
+    matrix = "e_decode" if tokens == 1 else "e_prefill"
+    t = max(whole.flops / (peak * v[matrix]), whole.bytes / (bandwidth * v["e_hbm"]))
+    b = c["band"]
+    band = (f"; held out, {b['held_out_within_30']:.0f}% of serving rows within +-30% (median error x{b['held_out_median_error_factor']:.2f})"
+            if b.get("held_out_within_30") is not None else "")
+    return [f"calibrated ({'decode' if tokens == 1 else 'prefill'}; knowledge/calibration/fitted.json, serve, {frm[matrix]}): matrix efficiency "
+            f"{v[matrix]:.2f}, HBM efficiency {v['e_hbm']:.2f} -> {_seconds(t)}{band}"]
+
+
 def _band_lines(bands) -> list[str]:
     out = []
     for b in bands:
@@ -295,6 +312,7 @@ def _model_mode(args, root, device, selection, module) -> str:
     lines += ["", f"sum of operator bounds = {_seconds(per_op)}",
               f"single roofline of the totals = {_seconds(whole.time)}, {whole.bottleneck}-bound"]
     lines += _band_lines(roofline.bands(device, whole, selection.peak.precision))
+    lines += _calibrated_lines(root, device.id.split(":", 1)[-1], whole, selection.peak.flops, device.bandwidth, args.tokens)
     if tp > 1:
         ar = data["tensor_parallel"]["allreduce"]
         lines += [f"per GPU at tensor parallelism {tp}: {data['tensor_parallel']['split']}",

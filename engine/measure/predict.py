@@ -86,3 +86,18 @@ def describe(p: dict, kind: str) -> str:
             if b.get("held_out_within_30") is not None else "no held-out band")
     return (f"calibration: knowledge/calibration/fitted.json ({kind}, {p['group']}, fitted on {p['fitted_on']} tables, {p['date']}){fb}; "
             f"{band}")
+
+
+def constants(root, kind: str, device: str) -> dict | None:
+    """The calibrated constants of ``kind`` for ``device``'s generation (the shared value where its generation has no
+    measurement), with which group each came from and the kind's held-out band; None without a calibration."""
+    cal = (calibration(root) or {}).get(kind)
+    if not cal:
+        return None
+    gen = generation(device)
+    values, source = {}, {}
+    for name, by in cal["parameters"].items():
+        values[name] = by.get(gen, by["shared"])
+        source[name] = gen if gen in by else "shared"
+    return {"values": values, "from": source, "group": gen, "band": {"held_out_within_30": cal.get("held_out_within_30"),
+            "held_out_median_error_factor": cal.get("held_out_median_error_factor")}, "fitted_on": len(cal.get("fitted_on", [])), "date": cal.get("date")}
