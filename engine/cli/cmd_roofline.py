@@ -212,9 +212,9 @@ def _link_lines(b: roofline.LinkBound, source: str) -> list[str]:
 
 def _calibrated_lines(root, device: str, whole, peak: float, bandwidth: float, tokens: int) -> list[str]:
     """The totals at the serving calibration's efficiencies for the device's generation (aiinfra validate)."""
-    from engine.measure import predict
+    from engine.measure import fitted
 
-    c = predict.constants(root, "serve", device)
+    c = fitted.constants(root, "serve", device)
     if c is None:
         return []
     v, frm = c["values"], c["from"]

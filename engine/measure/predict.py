@@ -11,17 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from engine.measure.calibrate import KINDS, values_for
+from engine.measure.fitted import calibration, constants  # noqa: F401 - constants is part of this module's interface
 from engine.measure.generations import Unmapped, generation
-
-
-def calibration(root) -> dict | None:
-    import json
-    from pathlib import Path
-
-    from engine.measure.gate import CALIBRATION
-
-    path = Path(root) / CALIBRATION
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
 def _row(kind: str, model: str | None, device: str, gpus: int, layout: dict, workload: dict, precision: dict, engine: str | None):
@@ -87,17 +78,3 @@ def describe(p: dict, kind: str) -> str:
     return (f"calibration: knowledge/calibration/fitted.json ({kind}, {p['group']}, fitted on {p['fitted_on']} tables, {p['date']}){fb}; "
             f"{band}")
 
-
-def constants(root, kind: str, device: str) -> dict | None:
-    """The calibrated constants of ``kind`` for ``device``'s generation (the shared value where its generation has no
-    measurement), with which group each came from and the kind's held-out band; None without a calibration."""
-    cal = (calibration(root) or {}).get(kind)
-    if not cal:
-        return None
-    gen = generation(device)
-    values, source = {}, {}
-    for name, by in cal["parameters"].items():
-        values[name] = by.get(gen, by["shared"])
-        source[name] = gen if gen in by else "shared"
-    return {"values": values, "from": source, "group": gen, "band": {"held_out_within_30": cal.get("held_out_within_30"),
-            "held_out_median_error_factor": cal.get("held_out_median_error_factor")}, "fitted_on": len(cal.get("fitted_on", [])), "date": cal.get("date")}
