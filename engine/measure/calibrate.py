@@ -43,7 +43,7 @@ class Kind:
 
 
 def _fabric(m) -> str:
-    return kernels._fabric_of(m.workload)
+    return kernels.fabric_of(m.workload)
 
 
 def _gen(m) -> str:

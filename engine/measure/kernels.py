@@ -68,7 +68,7 @@ def hbm_times(t, p) -> dict:
     return dict(bandwidth=t["hbm"] * p["e_hbm"])
 
 
-def _fabric_of(w: dict) -> str:
+def fabric_of(w: dict) -> str:
     """The fabric the collective's bottleneck runs on: as stated (an NVL72 rack is NVLink across its hosts); unstated,
     NVLink inside one node and the scale-out NICs across nodes; InfiniBand, RoCE and Ethernet are all 'scaleout'."""
     fabric = w.get("fabric") or ("nvlink" if int(w.get("nodes", 1)) == 1 else "infiniband")
@@ -91,7 +91,7 @@ def collective_terms(root, m) -> dict:
         raise Unmapped(f"no busbw factor for {op}")
     if n < 2:
         raise Unmapped("a collective over one rank moves nothing")
-    fabric = _fabric_of(w)
+    fabric = fabric_of(w)
     rec = _hardware(str(root)).get(f"hw:{m.device}")
     if rec is None:
         raise Unmapped(f"no device {m.device}")

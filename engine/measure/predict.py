@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine.measure.calibrate import KINDS, values_for
-from engine.measure.fitted import calibration, constants  # noqa: F401 - constants is part of this module's interface
+from engine.measure.fitted import calibration
 from engine.measure.generations import Unmapped, generation
 
 

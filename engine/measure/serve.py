@@ -69,7 +69,7 @@ def terms(root, m) -> dict:
     ep1 = 0.0
     if s.expert_params and ep > 1:
         ep1 = float(f("F19", comm_passes=1, top_k=float(s.top_k), hidden=float(s.hidden), ep_size=float(ep))) * (s.moe_layers or s.layers)
-    experts = float(s.expert_params and (s.params - s.params_active) and _experts(root, m.model)) or 0.0
+    experts = float(_experts(root, m.model)) if s.expert_params else 0.0
     # a closed-loop run of N requests: with a concurrency below N the client holds each request until a slot frees (the
     # benchmark clients start the TTFT clock after that), so only the first wave's c requests queue at the engine; with
     # no concurrency, or one of N, all N are sent at once and wait in the engine for slots as well

@@ -104,10 +104,10 @@ def test_roce_runs_on_the_scaleout_nic_per_gpu():
 
 
 def test_the_fabric_unstated_is_nvlink_in_a_node_and_scaleout_across_nodes():
-    assert kernels._fabric_of({}) == "nvlink"
-    assert kernels._fabric_of({"nodes": 2}) == "scaleout"
-    assert kernels._fabric_of({"nodes": 2, "fabric": "nvlink"}) == "nvlink"  # an NVL72 rack: NVLink across hosts
-    assert [kernels._fabric_of({"fabric": f}) for f in ("infiniband", "roce", "ethernet", "pcie", "xgmi")] == [
+    assert kernels.fabric_of({}) == "nvlink"
+    assert kernels.fabric_of({"nodes": 2}) == "scaleout"
+    assert kernels.fabric_of({"nodes": 2, "fabric": "nvlink"}) == "nvlink"  # an NVL72 rack: NVLink across hosts
+    assert [kernels.fabric_of({"fabric": f}) for f in ("infiniband", "roce", "ethernet", "pcie", "xgmi")] == [
         "scaleout", "scaleout", "scaleout", "pcie", "xgmi"]
 
 
