@@ -13,6 +13,8 @@ EXAMPLES = """examples:
   aiinfra plan serve --model llama-3.1-70b --device h100-sxm --prompt 4096 --output 512 --ttft 2s --tpot 60ms --demand 200000
   aiinfra plan serve --model llama-3.1-70b --device b200 --prompt 4096 --output 512 --ttft 2s --tpot 30ms --weights nvfp4 --kv-cache fp8 --precision nvfp4 --mfu 0.4
   aiinfra plan serve --model mixtral-8x7b --device h100-sxm --prompt 1024 --output 256 --ttft 1s --tpot 50ms --qps 10 --format csv
+  aiinfra plan serve --model llama-3.1-70b --device h100-sxm --prompt 2048 --output 512 --ttft 2s --tpot 30ms --speculative draft_len=3,acceptance=0.7,draft_cost=0.05
+  aiinfra plan serve --model deepseek-v3 --device h200 --prompt 2048 --output 512 --ttft 2s --tpot 50ms --speculative method=mtp,acceptance=0.85
 Every point of TP x CP x PP x V (interleaved chunks) x EP x micro-batch x ZeRO stage x recompute is checked (DP = GPUs / (TP x CP x PP));
 the fastest that fit are printed with what limits each, and why the first beats the second; layouts
 that differ only by ZeRO stage and tie are folded (--all lists them).
@@ -109,6 +111,10 @@ def add_parsers(verbs, Parser, shared) -> None:
     s.add_argument("--prune", choices=("all", "bound", "none"), default="all",
                    help="all (default): FX134 batch bound and the pd-disaggregation tree; bound: FX134 only (never changes the result); none")
     s.add_argument("--svg", metavar="FILE.svg", help="also draw the Pareto front to FILE (needs matplotlib)")
+    s.add_argument("--speculative", metavar="K=V,...", help="speculative decoding applied to every layout's TPOT: draft_len=3,acceptance=0.7"
+                   "[,draft_cost=0.05] (c: one draft token's time over a plain step; default 0.05, Leviathan et al.), a rate per draft position "
+                   "as acceptance=0.9/0.8/0.7, or method=mtp,acceptance=0.85 for one MTP module of the model as the draft (γ = 1, c from "
+                   "its active parameters, FX965/FX964)")
     shared(p, False)
     p.set_defaults(handler="engine.cli.cmd_plan:run")
 
@@ -129,6 +135,8 @@ def run(args) -> int:
         for flag, value in (("--batch", args.batch), ("--concurrency", args.concurrency), ("--dp", args.dp), ("--engine", args.engine)):
             if value is not None:
                 raise InputError(flag, "pins a serving layout (aiinfra plan serve); plan train does not take it")
+        if args.speculative is not None:
+            raise InputError("--speculative", "applies to plan serve (decode TPOT); plan train does not take it")
     if args.mode == "serve":
         for axis in ("cp", "pp", "vp", "mb", "zero", "recompute"):
             if getattr(args, PINS[axis], None) is not None:
@@ -264,10 +272,61 @@ SERVE_COLUMNS = [("mode", "mode"), ("tp", "TP"), ("ep", "EP"), ("batch", "batch"
                  ("fleet_gpus", "GPUs for demand")]
 
 
+SPEC_COLUMNS = [("tpot_plain_ms", "plain TPOT ms"), ("spec_speedup", "spec x"), ("spec_breakeven", "spec break-even batch")]
+
+
 def _serve_rows(front) -> list[dict]:
-    return [dict(mode=x["mode"], tp=x["tp"], ep=x["ep"], batch=x["batch"], tp_prefill=x["tp_prefill"] or "-", ttft_ms=round(1e3 * x["ttft"], 2),
+    rows = [dict(mode=x["mode"], tp=x["tp"], ep=x["ep"], batch=x["batch"], tp_prefill=x["tp_prefill"] or "-", ttft_ms=round(1e3 * x["ttft"], 2),
                  tpot_ms=round(1e3 * x["tpot"], 2), tp_comm_ms=round(1e3 * x["tp_comm"], 3), user_tokens_per_s=round(x["user_tokens_per_s"], 2),
                  tokens_per_s_per_gpu=round(x["tokens_per_s_per_gpu"], 2), fleet_gpus=x["fleet_gpus"]) for x in front]
+    for row, x in zip(rows, front, strict=True):
+        if "spec_speedup" in x:
+            row.update(tpot_plain_ms=round(1e3 * x["tpot_plain"], 2), spec_speedup=round(x["spec_speedup"], 3), spec_breakeven=_breakeven_text(x["spec_breakeven_batch"]))
+    return rows
+
+
+def _breakeven_text(b: float) -> str:
+    """FX963's signals in words: -1 pays at every batch, 0 never pays, else the batch (one decimal)."""
+    return "never stops" if b < 0 else "never pays" if b == 0 else f"{b:.1f}"
+
+
+def _spec_verdict(x: dict) -> str:
+    """Whether speculation pays at this layout's batch, with its speed-up (FX960), v and the roofline break-even (FX963)."""
+    b, s = x["spec_breakeven_batch"], x["spec_speedup"]
+    where = (f"roofline break-even batch {b:.1f}" if b > 0 else "it pays at every batch on the roofline (K/V reads dominate)" if b < 0
+             else "it never pays at this acceptance and draft cost")
+    if s > 1:
+        return f"pays at batch {x['batch']}: {s:.3f}x on the decode step (verify cost v = {x['spec_verify_ratio']:.3f}), TPOT {1e3 * x['tpot']:.2f} ms vs {1e3 * x['tpot_plain']:.2f} ms plain; {where}"
+    return (f"STOPS PAYING at batch {x['batch']}: {s:.3f}x (verify cost v = {x['spec_verify_ratio']:.3f}), TPOT {1e3 * x['tpot']:.2f} ms vs "
+            f"{1e3 * x['tpot_plain']:.2f} ms plain, so plain decoding is faster here; {where}")
+
+
+def _speculative(text):
+    """--speculative's text as engine.plan.speculative's fields (None when not given)."""
+    if text is None:
+        return None
+    from engine.core.errors import InputError
+    from engine.plan import speculative
+
+    try:
+        return speculative.parse(text)
+    except InputError as exc:
+        raise _speculative_flag(exc) from None
+
+
+def _speculative_flag(exc):
+    """A library error about speculative.<key> as the option the user typed."""
+    from engine.core.errors import InputError
+
+    if exc.field == "speculative" or exc.field.startswith("speculative."):
+        return InputError(("--speculative " + exc.field.removeprefix("speculative").lstrip(".")).strip(), exc.message)
+    return exc
+
+
+def _speculative_json(r) -> dict:
+    best = r.best or {}
+    return {"note": "applied to every layout's TPOT (FX78 speculative); spec_* fields per row", "pays_at_best": best.get("spec_pays"),
+            "pays_at_cheapest": (r.cheapest or {}).get("spec_pays"), **r.speculative}
 
 
 def _layout(r: dict) -> str:
@@ -295,12 +354,16 @@ def serve(args) -> int:
     latency = None if args.allreduce_latency is None else _seconds(args.allreduce_latency, "--allreduce-latency")
     link = None if args.kv_link_bandwidth is None else args.kv_link_bandwidth * 1e9
     pin = _serve_pin(args)
+    speculative = _speculative(args.speculative)
     mfu, mfu_note = _serve_mfu(args)
-    r = plan_serve(root_of(args), args.model, args.device, executor=args.executor, workers=args.workers, tile_size=args.tile, keep_rows=False,
-                   prompt=args.prompt, output=args.output, ttft=_seconds(args.ttft, "--ttft"), tpot=_seconds(args.tpot, "--tpot"), demand=args.demand,
-                   qps=args.qps, nvlink_domain=args.nvlink_domain, max_batch=args.max_batch, max_ep=args.max_ep, mfu=mfu, mbu=args.mbu,
-                   allreduce_latency=latency, kv_link_bandwidth=link, waterline=args.waterline, split=not args.no_split, prune=args.prune,
-                   weights=args.weights, kv_cache=args.kv_cache, precision=args.precision, pin=pin)
+    try:
+        r = plan_serve(root_of(args), args.model, args.device, executor=args.executor, workers=args.workers, tile_size=args.tile, keep_rows=False,
+                       prompt=args.prompt, output=args.output, ttft=_seconds(args.ttft, "--ttft"), tpot=_seconds(args.tpot, "--tpot"), demand=args.demand,
+                       qps=args.qps, nvlink_domain=args.nvlink_domain, max_batch=args.max_batch, max_ep=args.max_ep, mfu=mfu, mbu=args.mbu,
+                       allreduce_latency=latency, kv_link_bandwidth=link, waterline=args.waterline, split=not args.no_split, prune=args.prune,
+                       weights=args.weights, kv_cache=args.kv_cache, precision=args.precision, pin=pin, speculative=speculative)
+    except InputError as exc:
+        raise _speculative_flag(exc) from None
     calibrated = _serve_calibrated(args, pin) if r.pinned else None
     if mfu_note:
         r = _with_note(r, mfu_note)
@@ -312,14 +375,15 @@ def serve(args) -> int:
               + (f"{r.pruned_early:,} before evaluation, where {' and '.join(r.early_conditions)} fails for their TP x EP; " if r.early_conditions else "")
               + f"{after:,} after" + (f": {', '.join(f'{k} {v:,}' for k, v in sorted(r.tree_leaves.items()))}" if r.tree_leaves else "") + ")")
     if args.format == "json":
-        emit(to_json({"points": r.points, "feasible": r.feasible, "pruned_bound": r.pruned_bound, "pruned_tree": r.pruned_tree,
+        emit(to_json({"speculative": _speculative_json(r) if speculative is not None else None, "points": r.points, "feasible": r.feasible, "pruned_bound": r.pruned_bound, "pruned_tree": r.pruned_tree,
                       "pruned_early": r.pruned_early, "early_conditions": list(r.early_conditions), "tree_leaves": r.tree_leaves, "tp_prefill": r.tp_prefill, "front": list(r.front), "best": r.best, "cheapest": r.cheapest,
                       "min_gpus": r.min_gpus, "replicas": r.replicas, "tiles": r.tiles, "executor": r.executor, "assumptions": list(r.assumptions),
                       "pinned": {"given": pin, "dp": args.dp or 1, "points": list(r.pinned), "calibrated": calibrated} if pin else None}))
         return 0
     rows = _serve_rows(r.front)
+    columns = SERVE_COLUMNS + (SPEC_COLUMNS if speculative is not None else [])
     if args.format == "csv":
-        emit(table(rows, SERVE_COLUMNS, "csv"))
+        emit(table(rows, columns, "csv"))
         return 0
     head = (_serve_pinned_text(r, calibrated, args) if r.pinned else "") + (
             f"{r.points:,} points (mode x TP x EP x batch), {r.feasible:,} meet memory, TTFT and TPOT; {pruned}.\n"
@@ -330,8 +394,10 @@ def serve(args) -> int:
     demand = f" for {args.demand:g} tok/s" if args.demand else (f" for {args.qps:g} req/s" if args.qps else " (one replica; give --demand or --qps)")
     tail = (f"best throughput per GPU: {_layout(r.best)} ({r.best['tokens_per_s_per_gpu']:.1f} tok/s per GPU)\n"
             f"fewest GPUs meeting the targets{demand}: {r.min_gpus} ({_layout(r.cheapest)})")
+    if speculative is not None:
+        tail += "\n" + "\n".join(f"speculative decoding at the {name}: {_spec_verdict(x)}" for name, x in (("best", r.best), ("fewest GPUs", r.cheapest)))
     bullet = "- " if args.format == "md" else "  "
-    emit(f"{head}\n\n{table(rows, SERVE_COLUMNS, args.format)}\n\n{tail}\n\nassumptions:\n" + "\n".join(bullet + a for a in r.assumptions))
+    emit(f"{head}\n\n{table(rows, columns, args.format)}\n\n{tail}\n\nassumptions:\n" + "\n".join(bullet + a for a in r.assumptions))
     return 0
 
 

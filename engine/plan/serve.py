@@ -14,7 +14,7 @@ import numpy as np
 from engine.core.errors import InputError
 from engine.core.record import dataclass, field
 from engine.plan.evaluate import _Formulas
-from engine.plan.serve_eval import MODES, PRUNE, ServeSpace, constants, evaluate, on_gpu
+from engine.plan.serve_eval import MODES, PRUNE, SPEC_KEYS, ServeSpace, constants, evaluate, on_gpu
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +37,7 @@ class ServePlan:
     tp_prefill: int = 0
     tiles: int = 1
     executor: str = "serial"
+    speculative: dict | None = None  # --speculative: the draft, E (FX80), c, the ideal and the best draft length (Speculation.as_dict)
 
 
 def _need_positive(value, field: str) -> float:
@@ -54,7 +55,7 @@ MAX_BATCH = 1 << 16  # decode batch sizes tried: 65,536 requests, past what the 
 def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft: float, tpot: float, demand: float | None = None, qps: float | None = None,
                 nvlink_domain: int = 8, max_batch: int = 256, max_ep: int = 64, mfu: float | None = None, mbu: float = 1.0, kv_bytes: float = 2.0,
                 weights: str | None = None, kv_cache: str | None = None, precision: str = "bf16", allreduce_latency: float | None = None, kv_link_bandwidth: float | None = None, waterline: float | None = None,
-                split: bool = True, prune: str = "all", pin: dict | None = None) -> ServeSpace:
+                split: bool = True, prune: str = "all", pin: dict | None = None, speculative: dict | None = None) -> ServeSpace:
     from engine.domain import presets
     from engine.plan.space import SCALEOUT_BANDWIDTH, _preset
 
@@ -156,6 +157,11 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
                 modes=MODES if split and output >= 2 else MODES[:1], tp=tp, ep=_divisors(experts, max_ep) if experts else (1,),
                 batch=tuple(range(1, max_batch + 1)), prune=prune, **shape, **stored, bytes_param=w_fmt.bytes, precision=precision, weights=weights_label,
                 kv_cache=kv_cache.strip().lower() if kv_cache else ("bf16" if kv_bytes == 2 else "as given"))
+    if speculative is not None:  # parse's fields; an MTP module is sized from the model (FX965, FX964)
+        from engine.plan import speculative as spec
+
+        base["spec"] = spec.resolve(f, speculative, dict(params_active=active, layers=layers, hidden=mv.get("hidden"),
+                                                         vocab_size=mv.get("vocab_size"), tie_embeddings=mv.get("tie_embeddings")))
     if pin:
         base.update(_pinned_axes(base, pin, experts, model))
     space = ServeSpace(**base)
@@ -253,6 +259,9 @@ def _row(t: dict, i: int, s: ServeSpace) -> dict:
     r["tp_prefill"] = s.tp_prefill if r["mode"] == "split" else 0
     r["user_tokens_per_s"], r["tokens_per_s_per_gpu"] = float(t["user"][i]), float(t["per_gpu"][i])
     r["fleet_gpus"], r["replicas"], r["prefill_instances"] = int(t["gpus"][i]), int(t["instances"][i]), int(t["prefill_instances"][i])
+    if s.spec is not None:  # the decode step's speed-up (FX960), its verify cost v and the layout's roofline break-even batch (FX963)
+        r.update({k: float(t[k][i]) for k in SPEC_KEYS})
+        r["spec_pays"] = r["spec_speedup"] > 1
     return r
 
 
@@ -302,7 +311,7 @@ def plan_serve(root, model: str, device: str, *, executor: str = "serial", worke
                      assumptions=notes(s), rows=tuple(rows), cheapest=cheapest, pruned_bound=sum(p["pruned_bound"] for p in parts),
                      pruned_tree=sum(p["pruned_tree"] for p in parts), tree_leaves=merged_leaves,
                      pruned_early=sum(p["pruned_early"] for p in parts), early_conditions=next((p["early_conditions"] for p in parts if p["early_conditions"]), ()), tp_prefill=s.tp_prefill, tiles=len(work),
-                     executor=str(executor), pinned=pinned)
+                     executor=str(executor), pinned=pinned, speculative=s.spec.as_dict() if s.spec is not None else None)
 
 
 def _evaluate_pinned(s: ServeSpace) -> tuple[dict, ...]:
@@ -367,6 +376,8 @@ def notes(s: ServeSpace) -> tuple[str, ...]:
         out.append(f"split: {pool} (FX151 then the first valid TP meeting TTFT), sized by FX155 "
                    f"(fluid, per GPU) and FX87 (fleet); KV transfer prompt x F8 / {s.kv_link_bw / 1e9:g} GB/s is TTFT queue time"
                    + (f" ({SCALEOUT_SOURCE})" if s.kv_link_bw == 50e9 else ""))
+    if s.spec is not None:
+        out.extend(speculative_notes(s))
     out.append({"all": "pruning: batches above FX134's bound are not evaluated; split points the pd-disaggregation tree does not send to "
                        "'disaggregate' are dropped (a recommendation, not a bound: --prune bound keeps them): a route's edges that the "
                        "prompt, its K/V, the link and the TP x EP prefill decide (the transfer boundary prompt x F8 / link = prefill time) "
@@ -374,6 +385,23 @@ def notes(s: ServeSpace) -> tuple[str, ...]:
                 "bound": "pruning: batches above FX134's bound only (it never changes the result)",
                 "none": "no pruning: every point evaluated"}[s.prune])
     return tuple(out)
+
+
+def speculative_notes(s: ServeSpace) -> list[str]:
+    sp = s.spec
+    out = [f"speculative decoding: {sp.describe()} ({sp.draft_cost_source}); E = {sp.tokens_per_step:.4g} tokens per target step (FX80), "
+           f"at most {sp.ideal_speedup:.3g}x where verifying is free (FX960, v = 1)"
+           + (f"; at α {sp.acceptance[0]:g} and c {sp.draft_cost:.4g} the best draft length is γ = {sp.optimal_draft_len} "
+              f"({sp.optimal_speedup:.3g}x, FX960 at v = 1 over γ = 1..16, α taken the same at every position"
+              + (", i.e. that many sequential MTP modules" if sp.method == "mtp" else "") + ")" if sp.optimal_draft_len else ""),
+           f"speculative TPOT per layout: FX78 speculative, (step x (γ c + v)) / E, plus the chunked-prefill share; the verify pass scores "
+           f"γ + 1 = {sp.draft_len + 1} positions per sequence: FX962 = max({sp.draft_len + 1} x FX131, FX132) plus the TP all-reduces and "
+           f"EP All2All of {sp.draft_len + 1} x the tokens, v = verify / plain step (1 while memory-bound, up to {sp.draft_len + 1} when "
+           "compute-bound); spec x = FX960's speed-up of the decode step; speculation stays on at every batch (an engine may switch it off, "
+           "e.g. vLLM's disable_by_batch_size)",
+           "speculative break-even: FX963 on the roofline (FX131, FX132; communication left out) gives the batch of each layout above "
+           "which the verify pass costs more than the draft saves; the draft's weights and K/V are not counted in memory"]
+    return out
 
 
 def pareto(rows: list[dict]) -> list[dict]:

@@ -21,8 +21,12 @@ Per point, decode instance of g = TP x EP GPUs (compiled formulas, NumPy twins, 
                    prefill pool: TP from FX151 (smallest that meets TTFT after the KV transfer), FX155 cards
                    per decode instance; TTFT = FX77 (queue = KV transfer F8 x prompt / link) + FX74 + all-reduces
   per GPU          goodput / GPUs (split: decode instance + its share of the prefill pool); per user 1 / TPOT
+  speculative      (--speculative) the verify pass FX962 = max((γ + 1) x FX131, FX132) + the TP all-reduces and EP All2All of
+                   (γ + 1) x the tokens; v = verify / decode step; TPOT = FX78 speculative (E of FX80, draft cost c) + the
+                   chunked-prefill share; speed-up FX960; the roofline batch where it stops paying FX963 (per attention group x EP)
 Pruning, before the heavy terms: a batch above (FX134's largest TPOT-meeting batch per attention group + 1) x EP, +1 for float margin, is
-never evaluated (TPOT only grows with the batch); split points the pd-disaggregation tree does not send to
+never evaluated (TPOT only grows with the batch; with speculation FX134 is asked for TPOT x FX960's speed-up at v = 1, the
+most a verify pass that costs at least a plain step can gain); split points the pd-disaggregation tree does not send to
 ``disaggregate`` (tree walk_many, numeric) are dropped after the step is known.
 """
 
@@ -32,6 +36,7 @@ import numpy as np
 
 from engine.core.record import dataclass
 from engine.plan.evaluate import _Formulas
+from engine.plan.speculative import Speculation
 
 MODES = ("colocate", "split")
 SERVE_AXES = ("mode", "tp", "ep", "batch")
@@ -111,6 +116,7 @@ class ServeSpace:
     index_topk: int = 0
     recurrent_kind: str = ""  # gated_deltanet | kda | mamba2, for the notes
     state_element_bytes: float = 0.0  # bytes per recurrent-state element (4 where the config keeps it in float32), for the notes
+    spec: Speculation | None = None  # --speculative: draft length, acceptance, E (FX80) and draft cost; None = plain decoding
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -209,7 +215,8 @@ def bound(s: ServeSpace, tp, ep, c: dict, f: _Formulas) -> np.ndarray:
     per (TP, EP), as (floor + 1) x EP sequences per instance. Every evaluated TPOT is at least that step, so no batch
     above it can meet the target."""
     w_gpu = c["w_dense"] / tp + c["w_expert"] / (tp * ep)
-    per_group = f("FX134", "tpot_target", hbm_bandwidth=s.hbm_bw, mbu=s.mbu, tpot_target=s.tpot, weight_bytes=w_gpu, tp_size=1.0,
+    target = s.tpot * (s.spec.ideal_speedup if s.spec else 1.0)  # speculative TPOT >= step x (γ c + 1) / E, so step <= TPOT x FX960(v = 1)
+    per_group = f("FX134", "tpot_target", hbm_bandwidth=s.hbm_bw, mbu=s.mbu, tpot_target=target, weight_bytes=w_gpu, tp_size=1.0,
                   context_tokens=c["ctx"], kv_bytes_per_token_per_gpu=read_per_token(s, c, tp), peak_flops=s.peak * tp, mfu=s.mfu,
                   infer_flops_per_token=c["flops_decode"], max_concurrent_requests=float(max(s.batch)))
     return (np.asarray(per_group, dtype=float) + 1) * ep  # batch / EP <= x < floor(x) + 1 per attention group
@@ -253,6 +260,11 @@ def evaluate(s: ServeSpace, start: int, stop: int, f: _Formulas | None = None) -
     decode_step = step + tp_comm + ep_comm
     chunk = f("FX74", "per_token", infer_flops_per_token=c["flops_prefill"], prompt_tokens=B * s.prompt / s.output, tp_size=g, peak_flops=s.peak, mfu=s.mfu)
     tpot = f("FX78", "standard", decode_step_time=np.where(split, decode_step, decode_step + chunk))
+    spec = {}
+    if s.spec is not None:  # the same step, drafted and verified: TPOT by FX78 speculative plus the chunked-prefill share
+        spec = speculative_terms(f, s, c, tp, ep, B, compute, reads, decode_step, ep_comm)
+        spec["tpot_plain"] = tpot
+        tpot = spec["spec_tpot_decode"] + np.where(split, 0.0, chunk)
     prefill_colo = _prefill_colo(f, s, c, tp, g)
     ttft = np.where(split, c.get("ttft_split", np.inf), f("FX77", queue_time=0.0, prefill_time=prefill_colo))
     e2e = f("FX79", ttft=np.where(split, 0.0, ttft), output_len=float(s.output), tpot=tpot)
@@ -273,6 +285,7 @@ def evaluate(s: ServeSpace, start: int, stop: int, f: _Formulas | None = None) -
         prefill_inst = 0.0
     out = dict(index=p["index"], mode=p["mode"], tp=tp, ep=ep, batch=B, memory=memory, step=step, tp_comm=tp_comm, ep_comm=ep_comm, tpot=tpot, ttft=ttft,
                goodput=goodput, per_gpu=per_gpu, user=1 / tpot, gpus=gpus, instances=inst, prefill_instances=np.where(split, prefill_inst, 0.0), ok=ok)
+    out.update({k: np.broadcast_to(np.asarray(v, dtype=float), B.shape) for k, v in spec.items() if k in SPEC_KEYS})
     pruned_tree, leaves = 0, {}
     if s.prune == "all" and split.any():
         leaf = np.asarray(tree_leaves(s, c, prefill_colo[split], decode_step[split], gpus[split]))
@@ -284,6 +297,37 @@ def evaluate(s: ServeSpace, start: int, stop: int, f: _Formulas | None = None) -
     out["pruned_bound"], out["pruned_tree"], out["tree_leaves"], out["points"] = pruned_bound, pruned_tree, leaves, stop - start
     out["pruned_early"], out["early_edges"] = pruned_early, early_edges
     return out
+
+
+SPEC_KEYS = ("tpot_plain", "spec_verify_ratio", "spec_speedup", "spec_breakeven_batch")
+
+
+def speculative_terms(f: _Formulas, s: ServeSpace, c: dict, tp, ep, B, compute, reads, decode_step, ep_comm) -> dict:
+    """A draft-and-verify iteration at each point: the verify pass (FX962 on the roofline, its TP all-reduces and EP
+    All2All carrying (γ + 1) x the tokens), v = verify / plain step, the decode part of TPOT (FX78 speculative), the
+    speed-up of the decode step (FX960) and the roofline break-even batch of the layout (FX963)."""
+    sp = s.spec
+    k1 = sp.draft_len + 1
+    verify = (f("FX962", spec_draft_len=float(sp.draft_len), decode_compute_time=compute, decode_memory_time=reads)
+              + _allreduce(f, s, k1 * B / ep, tp) + k1 * ep_comm)
+    v = verify / decode_step
+    common = dict(spec_draft_len=float(sp.draft_len), draft_cost_ratio=sp.draft_cost, verify_cost_ratio=v, spec_tokens_per_step=sp.tokens_per_step)
+    return dict(spec_verify_ratio=v, spec_tpot_decode=f("FX78", "speculative", decode_step_time=decode_step, **common),
+                spec_speedup=f("FX960", **{k: common[k] for k in ("spec_tokens_per_step", "spec_draft_len", "draft_cost_ratio", "verify_cost_ratio")}),
+                spec_breakeven_batch=breakeven(s, c, f, tp, ep))
+
+
+def breakeven(s: ServeSpace, c: dict, f: _Formulas, tp, ep) -> np.ndarray:
+    """FX963 per (TP, EP): the decode batch of one instance above which speculation is slower on the roofline (FX131,
+    FX132 as the search counts them: each attention group decodes batch / EP sequences on TP GPUs), so per group times
+    EP; 0 (never pays) and -1 (pays at every batch) pass through."""
+    sp = s.spec
+    w_gpu = c["w_dense"] / tp + c["w_expert"] / (tp * ep)
+    per_group = f("FX963", spec_tokens_per_step=sp.tokens_per_step, spec_draft_len=float(sp.draft_len), draft_cost_ratio=sp.draft_cost,
+                  ridge_intensity=f("FX37", peak_flops=s.peak, hbm_bandwidth=s.hbm_bw), weight_bytes=w_gpu * tp, mfu=s.mfu, mbu=s.mbu,
+                  infer_flops_per_token=c["flops_decode"], tp_size=tp, context_tokens=c["ctx"], kv_bytes_per_token_per_gpu=read_per_token(s, c, tp))
+    per_group = np.asarray(per_group, dtype=float)
+    return np.where(per_group > 0, per_group * ep, per_group)
 
 
 # what a split point's pd-disaggregation inputs are before its batch terms are computed: the prompt, its K/V and
