@@ -135,13 +135,17 @@ def tree_files(root) -> list[Path]:
 
 def load(root, paths: list[Path] | None = None) -> tuple[dict[str, Tree], list[Problem]]:
     """Every tree of ``root`` (or of ``paths`` alone) that passes its schema, and the problems of those that do not."""
+    import zlib
+
     from engine.kb.loadcache import FileCache
     from engine.kb.schema import read_records
 
-    files = FileCache(root, tag="trees")  # unchanged tree files replay without PyYAML or jsonschema
     chosen = tree_files(root) if paths is None else paths
+    # unchanged tree files replay without PyYAML or jsonschema; a command reading one tree keeps
+    # that tree's entry apart (reading every tree's entries to replay one cost more than the walk)
+    files = FileCache(root, tag="trees" if paths is None else f"tree{zlib.crc32(chr(0).join(p.name for p in chosen).encode()):08x}")
     good, problems = read_records([(p, f"{FOLDER}/{p.name}") for p in chosen], "tree", "decision-tree", reader=files)
-    files.save(whole=paths is None)
+    files.save(whole=True)
     trees: dict[str, Tree] = {}
     for display, data in good:
         tree = Tree.from_record(data, display)

@@ -7,7 +7,9 @@ import itertools
 from engine.core.errors import EvaluationError, ExprError, InputError, KnowledgeError, Problem
 from engine.core.record import dataclass, field
 from engine.numeric.calc_conditions import compile_conditions
-from engine.numeric.calculators import Graph, _chain, _Missing
+from engine.numeric.calc_plan import _Missing
+from engine.numeric.calc_ranges import _chain
+from engine.numeric.calc_records import Graph
 from engine.numeric.evaluate import InputValue
 from engine.trees.records import Leaf, Node, Tree, load_one
 from engine.trees.state import Prompt, _Back, _Recorder, _WalkState

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from engine.core.errors import InputError
-from engine.numeric.calculators import _chain, _Missing, _Plan
+from engine.numeric.calc_plan import _Missing, _Plan
+from engine.numeric.calc_ranges import _chain
 from engine.numeric.evaluate import InputValue, check_domain, read_input
 from engine.trees.symbols import Symbols
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from engine.core.errors import ExprError, InputError, Problem, UnitError
 from engine.core.record import dataclass, field
-from engine.numeric.calculators import Graph
+from engine.numeric.calc_records import Graph
 from engine.numeric.evaluate import check_domain
 from engine.trees.records import Node, Tree
 from engine.trees.symbols import Symbols, parse_condition, pseudo_calculator

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engine.numeric.calculators import Calculator, Graph
+from engine.numeric.calc_records import Calculator, Graph
 from engine.trees.records import Tree
 
 
