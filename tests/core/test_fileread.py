@@ -83,3 +83,16 @@ def test_a_fifo_in_a_knowledge_root_is_a_problem_and_the_cache_key_does_not_bloc
         "knowledge/k.yaml: is a FIFO, not a regular file",
         "2 problems found",
     ]
+
+
+def test_reads_the_whole_file_whatever_its_size_and_a_file_reporting_no_size(tmp_path):
+    """The read asks for the size fstat gives (not the cap), then reads on: nothing is cut short."""
+    for size in (0, 1, 4095, 65536, 65537, 300_001):
+        path = tmp_path / f"f{size}"
+        data = bytes(range(256)) * (size // 256) + b"x" * (size % 256)
+        path.write_bytes(data)
+        assert read_regular(path, 400_000) == data
+    if Path("/proc/self/status").exists():  # a regular file whose size reads as 0
+        assert read_regular("/proc/self/status", 1 << 20).startswith(b"Name:")
+        with pytest.raises(FileRefused, match=r"^is larger than 10 bytes, the most read from one file$"):
+            read_regular("/proc/self/status", 10)
