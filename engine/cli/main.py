@@ -62,7 +62,25 @@ def _parser_class():
             sys.stderr.write(f"{where.prog}: error: {text} (see {where.prog} --help)\n")
             raise SystemExit(2)
 
+        def _get_formatter(self):  # every add_argument makes one; without a width it imports shutil (bz2, lzma) to ask for it
+            return self.formatter_class(prog=self.prog, width=_help_width())
+
     return Parser
+
+
+def _help_width() -> int:
+    """The width argparse's HelpFormatter takes by default (``shutil.get_terminal_size().columns - 2``), without shutil."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+        columns = columns or 80
+    return columns - 2
 
 
 def _misspelled_options(parser, words: list[str]) -> str:
