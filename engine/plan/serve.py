@@ -397,8 +397,8 @@ def speculative_notes(s: ServeSpace) -> list[str]:
            f"speculative TPOT per layout: FX78 speculative, (step x (γ c + v)) / E, plus the chunked-prefill share; the verify pass scores "
            f"γ + 1 = {sp.draft_len + 1} positions per sequence: FX962 = max({sp.draft_len + 1} x FX131, FX132) plus the TP all-reduces and "
            f"EP All2All of {sp.draft_len + 1} x the tokens, v = verify / plain step (1 while memory-bound, up to {sp.draft_len + 1} when "
-           "compute-bound); spec x = FX960's speed-up of the decode step; speculation stays on at every batch (an engine may switch it off, "
-           "e.g. vLLM's disable_by_batch_size)",
+           "compute-bound); spec x = FX960's speed-up of the decode step; speculation stays on at every batch (an engine may switch it off "
+           "above a queue size, e.g. vLLM's speculative disable-by-batch-size)",
            "speculative break-even: FX963 on the roofline (FX131, FX132; communication left out) gives the batch of each layout above "
            "which the verify pass costs more than the draft saves; the draft's weights and K/V are not counted in memory"]
     return out

@@ -37,10 +37,6 @@ class Speculation:
     optimal_draft_len: int  # the γ maximising FX960 at v = 1 for this α and c (0 for per-position rates)
     optimal_speedup: float
 
-    @property
-    def per_position(self) -> bool:
-        return len(self.acceptance) > 1
-
     def as_dict(self) -> dict:
         from engine.core.record import fields
 
