@@ -57,8 +57,10 @@ def show(args) -> int:
 def describe(d: hardware.Device) -> dict:
     """The record as stored, with every quantity also in canonical units."""
     out = dict(d.record)
+    total = d.driver_total
     out["parsed"] = {
-        "memory_bytes": d.memory_bytes, "driver_total_bytes": d.driver_total[0] if d.driver_total else None,
+        "memory_bytes": d.memory_bytes, "driver_total_bytes": total.bytes if total else None,
+        "driver_total_basis": total.basis if total else None,
         "bandwidth_Bps": d.bandwidth, "tdp_w": d.tdp_w,
         "peaks": [{"precision": p.precision, "accumulator": p.accumulator, "unit": p.unit, "sparsity": p.sparsity, "flops": p.flops}
                   for p in d.peaks],
@@ -83,9 +85,13 @@ def _document(d: hardware.Device, md: bool) -> str:
     mem = d.record["memory"]
     out.append(f"Memory: {d.memory_text} {d.memory_type} nominal ({number(d.memory_bytes)} B = {friendly(d.memory_bytes, 'B')}), "
                f"bandwidth {d.bandwidth_text}" + (f"; {mem['derivation']}" if mem.get("derivation") else "") + f" [{mem['source']}]")
-    if d.driver_total:
-        size, text, source = d.driver_total
-        out.append(f"Usable (driver-reported): {text} ({number(size)} B = {friendly(size, 'B')}), what serving engines budget from [{source}]")
+    total = d.driver_total
+    if total:
+        out.append(f"Usable ({total.label}): {total.text} ({number(total.bytes)} B = {friendly(total.bytes, 'B')}), "
+                   f"what serving engines budget from [{total.source}]")
+    else:
+        out.append(f"Usable: no measured driver total, and the derivation covers HBM only (this is {d.memory_type}); "
+                   "give gpu_memory_total with --set")
     if d.interconnect:
         out.append("Interconnect: " + _link(d.interconnect))
     if d.record.get("ici_link"):

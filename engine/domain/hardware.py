@@ -18,6 +18,8 @@ import math
 from engine.core.errors import InputError, Problem, UnitError
 from engine.core.record import dataclass, replace
 from engine.core.units import parse_quantity
+from engine.domain import usable_memory
+from engine.domain.usable_memory import DriverTotal
 
 PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp6", "fp4", "int8", "int4")
 ACCUMULATORS = ("fp64", "fp32", "fp16", "int32")
@@ -32,11 +34,13 @@ MEMORY_FIGURES = (
     "Three memory figures. Nominal: the vendor's capacity as the datasheet prints it (H100 SXM: 80GB), read "
     "literally in decimal units (80GB = 8e10 B); it is a product name more than a byte count. GiB: the same bytes "
     "in binary units (8e10 B = 74.51 GiB), the unit nvidia-smi, PyTorch and serving logs use. Driver-reported "
-    "usable: the total the driver reports (torch.cuda.mem_get_info, nvidia-smi) where a cited log records it "
-    "(H100 SXM: 79.18 GiB in vLLM's start-up log); the HBM stacks hold binary gigabytes, less what the driver "
-    "and firmware reserve, so it can exceed the literal nominal figure. --device fills the KV budget's "
-    "gpu_memory_total (FX72) from the driver-reported total where one is recorded (else give it with --set) and "
-    "hbm_capacity (F7) from the nominal capacity."
+    "usable: the total the driver reports (torch.cuda.mem_get_info, deviceQuery; nvidia-smi prints about 0.5 GiB "
+    "more, the part the driver keeps) where a cited log records it (H100 SXM: 79.18 GiB in vLLM's start-up log); "
+    "the HBM stacks hold binary gigabytes, less what the driver and firmware reserve, so it can exceed the literal "
+    "nominal figure. Where no log is recorded, an HBM device's usable total is derived, and labelled derived: the "
+    "nominal number read as GiB x 0.99 (H200: 141 GB -> 139.59 GiB), the median share of the devices measured. "
+    "--device fills the KV budget's gpu_memory_total (FX72) from the usable total and hbm_capacity (F7) from the "
+    "nominal capacity."
 )
 
 
@@ -115,10 +119,10 @@ class Device:
         return max(found, key=lambda x: x[0]) if found else None
 
     @property
-    def driver_total(self) -> tuple[float, str, str] | None:
-        """(bytes, as written, source) of the driver-reported usable memory, or None when no source records it."""
-        driver = self.record["memory"].get("driver_total")
-        return (quantity(driver["value"], "B"), driver["value"], driver["source"]) if driver else None
+    def driver_total(self) -> DriverTotal | None:
+        """The usable total serving engines budget from: measured where the record cites a log, else derived
+        from the nominal capacity (:mod:`engine.domain.usable_memory`); None where neither applies (GDDR unmeasured)."""
+        return usable_memory.of(self.record)
 
     def headline(self, precision: str) -> Peak | None:
         """The dense matrix-unit peak of ``precision`` (fp32 accumulate first), or None."""
@@ -206,6 +210,7 @@ def record_problems(record: dict) -> list[tuple[str, str]]:
     out += _sparse_pairs(device)
     out += _duplicates(device)
     out += format_problems(device)
+    out += usable_memory.problems(record)
     counted = device.counted_as
     if counted["per_package"] > 1 and not counted.get("package"):
         out.append(("counted_as.package", f"per_package is {counted['per_package']}; name the package the records share"))
@@ -227,6 +232,8 @@ def record_problems(record: dict) -> list[tuple[str, str]]:
 def _quantities(record: dict):
     mem = record["memory"]
     yield "memory.capacity", mem["capacity"], "B"
+    if mem.get("driver_total"):
+        yield "memory.driver_total.value", mem["driver_total"]["value"], "B"
     yield "memory.bandwidth", mem["bandwidth"], "B/s"
     for i, p in enumerate(record["peaks"]):
         yield f"peaks[{i}].value", p["value"], "FLOP/s"
@@ -386,7 +393,7 @@ def format_problems(device: Device) -> list[tuple[str, str]]:
 AUDIT_PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8")
 # optional fields, in the order they are reported, with what each one is
 AUDIT_FIELDS = (
-    ("memory.driver_total", "driver-reported usable memory"),
+    ("memory.driver_total", "measured driver-reported memory (an HBM record without one uses a derived total)"),
     ("interconnect", "scale-up link bandwidth"),
     ("host_link", "host link (PCIe) bandwidth"),
     ("tdp", "power (TDP/TBP)"),

@@ -150,11 +150,10 @@ def device_values(device, precision: str = "bf16") -> dict[str, tuple[object, st
     ident = device.id
     out: dict[str, tuple[object, str]] = {}
     mem_src = device.record["memory"].get("source", "datasheet")
-    driver = device.record["memory"].get("driver_total")
-    if driver:  # what serving engines budget from; the datasheet's nominal capacity is a different number
-        from engine.domain.hardware import quantity
-
-        out["gpu_memory_total"] = (quantity(driver["value"], "B"), f"preset {ident}: driver-reported total {driver['value']} — {driver['source']}")
+    total = device.driver_total  # what serving engines budget from; the datasheet's nominal capacity is a different number
+    if total is not None:
+        label = "driver-reported total" if total.measured else "derived usable total"
+        out["gpu_memory_total"] = (total.bytes, f"preset {ident}: {label} {total.text} — {total.source}")
     out["hbm_capacity"] = (device.memory_bytes, f"preset {ident}: memory capacity {device.memory_text} — {mem_src}")
     out["hbm_bandwidth"] = (device.bandwidth, f"preset {ident}: memory bandwidth {device.bandwidth_text} — {mem_src}")
     from engine.domain.hardware import FORMATS, select_format_peak
@@ -243,7 +242,7 @@ def _own() -> list[str]:
 
     here = os.path.dirname(os.path.abspath(__file__))
     models = sorted(n for n in os.listdir(here) if n.startswith("model") and n.endswith(".py"))
-    return ["engine/domain/presets.py", "engine/domain/hardware.py"] + [f"engine/domain/{n}" for n in models]
+    return ["engine/domain/presets.py", "engine/domain/hardware.py", "engine/domain/usable_memory.py"] + [f"engine/domain/{n}" for n in models]
 
 
 def _table(path: str, key: str, model: str | None, device: str | None, precision: str,

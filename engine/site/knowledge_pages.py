@@ -157,7 +157,7 @@ def hardware_table(data: SiteData) -> Page:
         link = d.interconnect or {}
         ic = f"{link.get('name', '')} {link.get('per_direction', '')}".strip() or "-"
         tdp = d.record["tdp"]["value"] if d.tdp_w else "-"
-        memory = f"{d.memory_text} {d.memory_type}" + (f" (driver-reported {d.driver_total[1]})" if d.driver_total else "")
+        memory = f"{d.memory_text} {d.memory_type}" + (f" ({d.driver_total.label} {d.driver_total.text})" if d.driver_total else "")
         lines.append(f'| <a id="{anchor_name(d.id)}"></a>`{d.short_id}` {md_escape(d.name)} | {md_escape(d.vendor)} | {memory} | '
                      f"{d.bandwidth_text} | {bf16.text if bf16 else '-'} | {fp8.text if fp8 else '-'} | {md_escape(ic)} | {tdp} |")
     lines += ["", "## Sources", ""]

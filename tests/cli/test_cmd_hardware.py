@@ -133,11 +133,20 @@ def test_show_prints_the_driver_reported_memory_beside_the_nominal(capsys, hw):
     assert json.loads(out)["parsed"]["driver_total_bytes"] == pytest.approx(79.18 * 2**30)
 
 
-def test_show_without_a_recorded_driver_total_prints_none(capsys, hw):
-    _, out, _ = run([*hw, "hardware", "show", "mi300x"], capsys)
-    assert "Memory: 192GB HBM3 nominal" in out and "driver-reported" not in out
+def test_show_without_a_recorded_driver_total_prints_the_derived_one_labelled(capsys, hw):
+    # h100-pcie.yaml cites no driver total: 80 GB read as 80 GiB x 0.99 = 79.20 GiB = 85,040,906,650 B (engine/domain/usable_memory.py)
+    _, out, _ = run([*hw, "hardware", "show", "h100-pcie"], capsys)
+    lines = out.splitlines()
+    memory = next(i for i, line in enumerate(lines) if line.startswith("Memory: "))
+    assert lines[memory].startswith("Memory: 80GB HBM2e nominal") and "driver-reported" not in out
+    assert lines[memory + 1].startswith("Usable (derived): 79.20GiB (8.504e10 B = 79.2 GiB = 85.04 GB), what serving engines budget "
+                                        "from [derived, not measured: the nominal HBM capacity read in binary units")
+    _, out, _ = run([*hw, "hardware", "show", "h100-pcie", "--format", "json"], capsys)
+    parsed = json.loads(out)["parsed"]
+    assert parsed["driver_total_bytes"] == pytest.approx(79.2 * 2**30) and parsed["driver_total_basis"] == "derived"
     _, out, _ = run([*hw, "hardware", "show", "mi300x", "--format", "json"], capsys)
-    assert json.loads(out)["parsed"]["driver_total_bytes"] is None
+    parsed = json.loads(out)["parsed"]  # mi300x.yaml: 196592MiB (hipDeviceQuery) = 206,141,652,992 B
+    assert (parsed["driver_total_bytes"], parsed["driver_total_basis"]) == (196592 * 2**20, "measured")
 
 
 def test_help_explains_the_three_memory_figures(capsys, hw):
@@ -146,7 +155,8 @@ def test_help_explains_the_three_memory_figures(capsys, hw):
     assert code == 0
     assert "Three memory figures. Nominal: the vendor's capacity as the datasheet prints it (H100 SXM: 80GB)" in text
     assert "GiB: the same bytes in binary units (8e10 B = 74.51 GiB)" in text  # 8e10 / 2^30 = 74.506
-    assert "usable: the total the driver reports (torch.cuda.mem_get_info, nvidia-smi)" in text  # "Driver-reported" may wrap at the hyphen
+    assert "usable: the total the driver reports (torch.cuda.mem_get_info, deviceQuery; nvidia-smi prints about 0.5 GiB more" in text  # "Driver-reported" may wrap at the hyphen
+    assert "an HBM device's usable total is derived, and labelled derived: the nominal number read as GiB x 0.99 (H200: 141 GB -> 139.59 GiB)" in text
 
 
 @pytest.mark.parametrize("typed", ["H100-SXM", "HW:H100-SXM", " h100-sxm "])
@@ -163,3 +173,4 @@ def test_the_site_hardware_page_explains_the_memory_figures(hw):
     text = hardware_table(load_site_data(hw[1])).text
     assert f"\n\n{MEMORY_FIGURES}\n\n" in text  # the same paragraph as `hardware show --help`, written once
     assert "| NVIDIA | 80GB HBM3 (driver-reported 79.18GiB) | 3.35TB/s |" in text  # h100-sxm.yaml: capacity 80GB, driver_total 79.18GiB
+    assert "| NVIDIA | 80GB HBM2e (derived 79.20GiB) | 2TB/s |" in text  # h100-pcie.yaml: no driver total; 80 x 0.99 = 79.20 GiB
