@@ -99,11 +99,23 @@ def _row_validator():
     return Draft202012Validator({"$ref": "#/$defs/record", "$defs": schema["$defs"]})
 
 
+@lru_cache(maxsize=1)
+def _row_is_valid():
+    """``_row_validator().is_valid`` compiled (engine.kb.fastschema): a valid row needs no jsonschema."""
+    from engine.kb.fastschema import Unsupported, compile_schema
+    from engine.kb.schema import schema_of
+
+    try:
+        return compile_schema({"$ref": "#/$defs/record", "$defs": schema_of("measurement")["$defs"]})
+    except Unsupported:
+        return None
+
+
 def build_file(data: dict, display: str, models: set[str] | None, devices: set[str] | None) -> tuple[list[Measurement], list[Problem]]:
     """The rows of one schema-checked measurement file, and what is wrong with them."""
     from engine.kb.yamlio import plain
 
-    validator = _row_validator()
+    fast = _row_is_valid()
     source = str(data["id"])
     defaults = plain(data.get("defaults") or {})
     rows, problems, seen = [], [], {}
@@ -113,7 +125,7 @@ def build_file(data: dict, display: str, models: set[str] | None, devices: set[s
         place = f"{display}:{line}" if line else display
         row = merge(defaults, plain(raw) if isinstance(raw, dict) else {})
         rid = f"{source}/{row.get('id', i)}"
-        errors = sorted(validator.iter_errors(row), key=lambda e: list(e.absolute_path))
+        errors = [] if fast is not None and fast(row) else sorted(_row_validator().iter_errors(row), key=lambda e: list(e.absolute_path))
         if not isinstance(raw, dict) or errors:
             from engine.kb.schema import field_path, message
 

@@ -22,7 +22,7 @@ import zlib
 from engine.core.errors import Problem
 
 # the engine files whose code decides what a file reads as and which schema problems it has
-_OWN = ("engine/kb/yamlio.py", "engine/kb/schema.py", "engine/kb/loadcache.py", "engine/core/fileread.py", "engine/core/errors.py")
+_OWN = ("engine/kb/yamlio.py", "engine/kb/schema.py", "engine/kb/fastschema.py", "engine/kb/loadcache.py", "engine/core/fileread.py", "engine/core/errors.py")
 _SCALARS = (str, int, float, bool, type(None))
 # folders of knowledge/ whose files each hold one record -> the Knowledge attribute (see engine.kb.knowledge)
 SINGLE_RECORD_ATTRIBUTES = {"models": "models", "hardware": "hardware", "operators": "operators", "calculators": "calculators",
