@@ -80,7 +80,7 @@ def _construct_mapping(loader, node: yaml.MappingNode, deep: bool = False) -> Ma
     result.key_marks = {}
     key_lines: dict[object, int] = {}
     for index, (key_node, value_node) in enumerate(node.value):
-        key = loader.construct_object(key_node, deep=True)
+        key = _child(loader, key_node)
         line, col = key_node.start_mark.line + 1, key_node.start_mark.column + 1
         try:
             hash(key)
@@ -91,12 +91,23 @@ def _construct_mapping(loader, node: yaml.MappingNode, deep: bool = False) -> Ma
         if index >= merged_count:
             key_lines[key] = line
         result.key_marks[key] = (value_node.start_mark.line + 1, value_node.start_mark.column + 1)
-        result[key] = loader.construct_object(value_node, deep=True)
+        result[key] = _child(loader, value_node)
     return result
 
 
+_STR = "tag:yaml.org,2002:str"
+
+
+def _child(loader, node):
+    """``loader.construct_object(node, deep=True)``; a plain string (most values) directly, as
+    PyYAML's str constructor gives it (the node's own text), without its bookkeeping."""
+    if node.tag == _STR and type(node.value) is str:  # a scalar node
+        return node.value
+    return loader.construct_object(node, deep=True)
+
+
 def _construct_sequence(loader, node: yaml.SequenceNode, deep: bool = False) -> MarkedList:
-    result = MarkedList(loader.construct_object(child, deep=True) for child in node.value)
+    result = MarkedList([_child(loader, child) for child in node.value])
     result.line, result.col = node.start_mark.line + 1, node.start_mark.column + 1
     result.item_marks = [(c.start_mark.line + 1, c.start_mark.column + 1) for c in node.value]
     return result
@@ -107,8 +118,23 @@ def _loader_class():
     """The YAML loader class, built on first use so that importing this module does not import PyYAML."""
     import yaml
 
-    class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-        pass
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    resolved: dict = {}  # (value, implicit) -> tag of a plain or quoted scalar: keys and units repeat on every record
+
+    class _Loader(base):  # type: ignore[misc]
+        def resolve(self, kind, value, implicit, _scalar=yaml.ScalarNode, _get=resolved.get, _alone=not base.yaml_path_resolvers):
+            # a scalar's tag depends on its text and how it was written alone (the safe loader has no path resolvers)
+            if kind is _scalar and _alone:
+                tag = _get((value, implicit))
+                if tag is not None:
+                    return tag
+                tag = base.resolve(self, kind, value, implicit)
+                if len(value) <= 64:  # names, units, numbers: what repeats (long text rarely does)
+                    if len(resolved) > 50_000:
+                        resolved.clear()
+                    resolved[(value, implicit)] = tag
+                return tag
+            return base.resolve(self, kind, value, implicit)
 
     # YAML 1.2 reads 1e3 and 1.5e7 as floats; PyYAML (YAML 1.1) would keep them as strings.
     _Loader.add_implicit_resolver(

@@ -147,6 +147,19 @@ def test_scalars(tmp_path, scalar, expected):
     assert type(data["v"]) is type(expected)
 
 
+def test_a_scalar_types_the_same_however_often_its_text_recurs(tmp_path):
+    """The loader keeps a scalar's resolved tag by its text and quoting (issue 24: most of the YAML
+    time); plain and quoted forms of one text, and every repetition, still read as they should."""
+    text = "".join(f"- {{a: 1e3, b: '1e3', c: 42, d: \"42\", e: yes, f: 'yes', g: null, h: '~', i: ~, j: 0x10, k: 1_000, 1: x}}\n" for _ in range(3))
+    for _ in range(2):  # the second file is read with every tag already kept
+        data, found = load(tmp_path, text)
+        assert found == []
+        for row in data:
+            assert row == {"a": 1000.0, "b": "1e3", "c": 42, "d": "42", "e": True, "f": "yes", "g": None, "h": "~", "i": None, "j": 16,
+                           "k": 1000, 1: "x"}
+            assert [type(v) for v in row.values()] == [float, str, int, str, bool, str, type(None), str, type(None), int, int, str]
+
+
 def test_the_yaml12_float_rule_does_not_leak_into_pyyaml():
     """The loader adds its resolver to its own class, not to yaml.SafeLoader."""
     assert yaml.safe_load("v: 1e3") == {"v": "1e3"}
