@@ -45,9 +45,10 @@ def _fresh(root) -> tuple[dict, list]:
     from engine.trees.walk import tree_files
 
     note("loading the knowledge root...")
-    knowledge = Knowledge.load(root, strict=False)
-    note("checking references, units, worked examples and trees...")
-    problems = integrity.check(knowledge)
+    with integrity.measurements_meanwhile(root) as measured:  # read by a forked worker meanwhile
+        knowledge = Knowledge.load(root, strict=False)
+        note("checking references, units, worked examples and trees...")
+        problems = integrity.check(knowledge, measured)
     counts = {
         "formulas": len(knowledge.formulas),
         "examples": sum(len(f.examples) for f in knowledge.formulas),

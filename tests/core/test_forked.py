@@ -63,3 +63,45 @@ def test_the_trees_proofs_are_the_same_serial_and_forked(monkeypatch):
     both = proofs._analyse(root, k, shipped=False)
     assert len(serial.proofs) == 23
     assert (both.problems, both.notes, both.proofs, both.regions) == (serial.problems, serial.notes, serial.proofs, serial.regions)
+
+
+def test_a_forked_call_answers_from_another_process_while_this_one_goes_on():
+    """In a fresh interpreter (see above): the value comes from the worker, printed output is written
+    once, a worker whose call raises leaves the error to the reader, and an unread worker is stopped."""
+    script = (
+        "import os, sys, time\n"
+        "os.environ['AIINFRA_JOBS'] = '2'\n"
+        "from engine.core import forked\n"
+        "print('before', end='')  # buffered at the fork: must not be written twice\n"
+        "with forked.forked_call(lambda: (os.getpid(), sum(range(10**6)))) as later:\n"
+        "    assert later.forked\n"
+        "    pid, total = later.result()\n"
+        "assert pid != os.getpid() and total == sum(range(10**6))\n"
+        "calls = []\n"
+        "def boom():\n"
+        "    calls.append(os.getpid())\n"
+        "    raise KeyError('x')\n"
+        "later = forked.forked_call(boom)\n"
+        "try:\n"
+        "    later.result()\n"
+        "except KeyError:\n"
+        "    pass\n"
+        "assert calls == [os.getpid()], calls  # raised again here, where it is read\n"
+        "with forked.forked_call(lambda: time.sleep(60)) as sleeping:\n"
+        "    child = sleeping._pid\n"
+        "try:\n"
+        "    os.kill(child, 0)\n"
+        "    raise SystemExit('the unread worker still runs')\n"
+        "except ProcessLookupError:\n"
+        "    pass\n"
+        "print(' ok')\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout) == (0, "before ok\n"), done.stderr
+
+
+def test_a_forked_call_runs_here_with_one_job(monkeypatch):
+    monkeypatch.setenv("AIINFRA_JOBS", "1")
+    later = forked.forked_call(lambda: os.getpid())
+    assert not later.forked and later.result() == os.getpid()
