@@ -46,6 +46,13 @@ def files_key(root, folders, own_files, salt: str = "") -> str:
 
     zlib, not hashlib: the key only names a cache entry, and OpenSSL's start-up would
     cost more than the whole evaluation.
+
+    Reading every file costs a command more than the rest of its start (the formulas alone
+    are ~0.9 MB): a key is also kept in the private cache with the files' stat signatures
+    (inode, size, modification and change time), as git's index keeps them, and given back
+    while every signature is the same and every file was older than RACY_NS when it was
+    kept (a write changes the change time, which no one can set back; a file written in
+    the same clock tick as the key was kept is never trusted). Anything else reads the files.
     """
     crc, adler = zlib.crc32(salt.encode()), zlib.adler32(salt.encode())
     here = os.path.dirname(os.path.dirname(os.path.abspath(engine.__file__)))  # own files are named engine/...
@@ -61,12 +68,51 @@ def files_key(root, folders, own_files, salt: str = "") -> str:
     seen = _KEYS.get(memo)
     if seen is not None and None not in signature and seen[0] == signature:
         return seen[1]
+    kept = _kept_key(memo, signature)
+    if kept is not None:
+        _KEYS[memo] = (signature, kept)
+        return kept
     for name, path in named:
         data = name.encode() + b"\0" + _content(path) + b"\0"
         crc, adler = zlib.crc32(data, crc), zlib.adler32(data, adler)
     key = f"{crc:08x}{adler:08x}{len(files):04x}"
     _KEYS[memo] = (signature, key)
+    _keep_key(memo, signature, key)
     return key
+
+
+def _kept_name(memo: tuple) -> str:
+    text = "\0".join([memo[0], *(f"{name}\0{path}" for name, path in memo[1])]).encode("utf-8", "surrogateescape")
+    return f"keys_{zlib.crc32(text):08x}{zlib.adler32(text):08x}.json"
+
+
+def _kept_key(memo: tuple, signature: tuple) -> str | None:
+    """The key kept for these files (``files_key``), when every file is as it was and was settled then."""
+    if None in signature:
+        return None
+    from engine.core import cache
+
+    kept = cache.read_json(_kept_name(memo))
+    try:
+        at, key = kept["at"], kept["key"]
+        same = kept["signature"] == [list(s) for s in signature]
+    except (TypeError, KeyError):
+        return None
+    if not same or not isinstance(key, str) or not isinstance(at, int) or any(max(s[2], s[3]) >= at - RACY_NS for s in signature):
+        return None
+    return key
+
+
+def _keep_key(memo: tuple, signature: tuple, key: str) -> None:
+    import time
+
+    now = time.time_ns()
+    if None in signature or any(max(s[2], s[3]) >= now - RACY_NS for s in signature):
+        return  # a file written just now may be written again within its timestamp's tick: read it next time
+    from engine.core import cache
+
+    if cache.write_json(_kept_name(memo), {"at": now, "key": key, "signature": [list(s) for s in signature]}):
+        cache.prune("keys_", ".json", keep=64)
 
 
 _KEYS: dict[tuple, tuple] = {}  # (salt, files) -> (their stat signatures, key) computed by this process
