@@ -57,12 +57,16 @@ def main() -> int:
 
     setup = time.perf_counter() - start
     start = time.perf_counter()
-    report = trees_proofs._analyse(root, knowledge)  # uncached on purpose
+    report = trees_proofs._analyse(root, knowledge, shipped=False)  # uncached on purpose, every tree proven with SymPy
     analysis = time.perf_counter() - start
     checks = sum(len(p) for p in report.proofs.values())
     print(f"setup (knowledge, compiled formulas, sympy import): {setup:.2f} s")
     print(f"regions + checks, {len(report.proofs)} trees, {checks} node checks, uncached: {analysis:.2f} s (target <= 10 s); "
           f"{len(report.problems)} problems, {len(report.notes)} notes")
+    start = time.perf_counter()
+    shipped = trees_proofs._analyse(root, knowledge)  # what a cold check does: proofs from engine/trees/proven.json where current
+    print(f"the same from the shipped proofs (issue 24): {time.perf_counter() - start:.2f} s; "
+          f"{'identical' if shipped.to_json() == report.to_json() else 'DIFFERENT (refresh: python -m engine.trees.proofs --write)'}")
 
     loaded = trees.load_trees(root)
     calc = None
