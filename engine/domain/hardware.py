@@ -17,7 +17,6 @@ import math
 
 from engine.core.errors import InputError, Problem, UnitError
 from engine.core.record import dataclass, replace
-from engine.core.units import parse_quantity
 from engine.domain import usable_memory
 from engine.domain.usable_memory import DriverTotal
 
@@ -142,12 +141,7 @@ class Selection:
 # ---------------------------------------------------------------------------- building
 
 
-def quantity(text: str, unit: str) -> float:
-    """A record's quantity string in ``unit`` (B, B/s, FLOP/s, W); UnitError when unreadable."""
-    q = parse_quantity(text, unit)
-    if q.is_range:
-        raise UnitError(text, "is a range; a datasheet value is one number")
-    return q.value
+quantity = usable_memory.quantity  # a record's quantity string in a unit (B, B/s, FLOP/s, W); UnitError when unreadable
 
 
 def build(record: dict) -> Device:

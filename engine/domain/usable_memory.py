@@ -31,7 +31,17 @@ none, and a calculator asks for ``gpu_memory_total``.
 
 from __future__ import annotations
 
+from engine.core.errors import UnitError
 from engine.core.record import dataclass
+from engine.core.units import parse_quantity
+
+
+def quantity(text: str, unit: str) -> float:
+    """A record's quantity string in ``unit`` (engine.domain.hardware's reader; kept here so hardware may import this module)."""
+    q = parse_quantity(text, unit)
+    if q.is_range:
+        raise UnitError(text, "is a range; a datasheet value is one number")
+    return q.value
 
 GIB = 2**30
 HBM_SHARE = 0.99
@@ -82,8 +92,6 @@ def derive(memory: dict) -> DriverTotal | None:
 
 def of(record: dict) -> DriverTotal | None:
     """The measured total where the record cites one, else the derived one (None: not HBM and not measured)."""
-    from engine.domain.hardware import quantity
-
     memory = record["memory"]
     driver = memory.get("driver_total")
     if driver:
@@ -93,8 +101,6 @@ def of(record: dict) -> DriverTotal | None:
 
 def problems(record: dict) -> list[tuple[str, str]]:
     """A measured total above the nominal capacity read in binary units is a misread figure (GB for GiB, a package total)."""
-    from engine.domain.hardware import quantity
-
     memory = record["memory"]
     driver = memory.get("driver_total")
     if not driver:
