@@ -55,7 +55,9 @@ def terms(root, m) -> dict:
     w_dense = c0["w_dense"] / tp
     w_expert = c0["w_expert"] / (tp * ep) if s.expert_params else 0.0
     per_req = float(on_gpu(s, c0, "kv_request", tp))
-    fits = int(max(0.0, (c0["usable"] - w_dense - w_expert)) // per_req) * ep if per_req > 0 else 10**9
+    # the K/V pages the engine's own memory rule leaves (FX72 with the engine's defaults, issue 27 section 4)
+    kv = _budget(str(root), m.device, m.engine, w_dense + w_expert, g)
+    fits = int(max(0.0, kv) // per_req) * ep if per_req > 0 else 10**9
     if fits < 1:
         raise Unmapped("the weights and one request's K/V do not fit this instance")
     # per sequence in the batch (each EP attention group holds c / EP of them): FX131 FLOPs, FX132 K/V bytes, FX702 message
@@ -70,17 +72,17 @@ def terms(root, m) -> dict:
     if s.expert_params and ep > 1:
         ep1 = float(f("F19", comm_passes=1, top_k=float(s.top_k), hidden=float(s.hidden), ep_size=float(ep))) * (s.moe_layers or s.layers)
     experts = float(_experts(root, m.model)) if s.expert_params else 0.0
-    # a closed-loop run of N requests: with a concurrency below N the client holds each request until a slot frees (the
-    # benchmark clients start the TTFT clock after that), so only the first wave's c requests queue at the engine; with
-    # no concurrency, or one of N, all N are sent at once and wait in the engine for slots as well
+    # a closed-loop run of N requests: the client keeps ``clients`` of them in flight (its --max-concurrency; all N when it
+    # states none) and starts each one's TTFT clock when it sends it; the engine runs as many as its K/V pages admit, the
+    # rest wait in its queue for a slot (solved in times)
     n = 0.0 if w.get("rate") else float(w.get("requests") or 0) / replicas
-    sent = n if (n and (not w.get("concurrency") or w["concurrency"] >= w.get("requests", 0))) else 0.0
     want = _concurrency(w, replicas)
-    return dict(fixed=float(want), rate=float(w.get("rate") or 0) / replicas, fits=float(fits), burst=n, sent=sent, g=float(g), ep=float(ep), replicas=float(replicas),
-                output=float(s.output), prompt=float(s.prompt), w_dense=w_dense, w_expert=w_expert, experts=experts, top_k=float(s.top_k),
+    clients = want if want else n
+    return dict(fixed=float(clients), rate=float(w.get("rate") or 0) / replicas, fits=float(fits), burst=n, stat=_STAT.get(m.statistic, -1.0), g=float(g), ep=float(ep), replicas=float(replicas),
+                output=float(s.output), prompt=float(s.prompt), ctx=float(c0["ctx"]), w_dense=w_dense, w_expert=w_expert, experts=experts, top_k=float(s.top_k),
                 cd1=lin1, ca1=max(cd1 - lin1, 0.0), kv1=kv1, ar_n=ar_n, ar_steps=2.0 * (tp - 1), ar1=ar1, ep1=ep1, cp=float(c0["flops_prefill"] * s.prompt / g),
                 peak=s.peak, hbm=s.hbm_bw, link=s.nvlink_bw, ep_link=s.nvlink_bw if g <= s.nvlink_domain else s.scaleout_bw,
-                capped=bool(want and fits < want))
+                capped=bool(clients and fits < clients))
 
 
 @lru_cache(maxsize=512)
@@ -95,6 +97,22 @@ def _space(root: str, model: str, device: str, prompt: int, output: int, weights
         raise Unmapped(f"{exc.field}: {exc.message}") from None
 
 
+def _budget(root: str, device: str, engine, weights: float, world: int) -> float:
+    from engine.plan.engine_memory import budget
+
+    try:
+        return budget(_device_values(root, device), engine, weights, world).bytes
+    except InputError as exc:
+        raise Unmapped(f"{exc.field}: {exc.message}") from None
+
+
+@lru_cache(maxsize=64)
+def _device_values(root: str, device: str) -> dict:
+    from engine.domain import presets
+
+    return dict(presets.load(root, None, device))
+
+
 @lru_cache(maxsize=256)
 def _experts(root, model: str) -> int:
     from engine.domain import presets
@@ -105,6 +123,9 @@ def _experts(root, model: str) -> int:
     except InputError:  # a hybrid's presets come from the table calc kv-concurrency reads (as plan serve takes them)
         mv = _preset(presets, root, model, None, "bf16", "--model", calculator="calc:kv-concurrency")
     return int(mv.get("n_experts") or 0) if mv.get("model_arch") == "moe" else 0
+
+
+_STAT = {"median": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99}  # a latency statistic's quantile (the mean and a single run: -1)
 
 
 def _concurrency(w: dict, replicas: int) -> float:
@@ -135,7 +156,7 @@ def times(t: dict[str, np.ndarray], p: dict[str, np.ndarray]) -> dict[str, np.nd
     """TTFT, TPOT, E2E (s) and throughputs of terms ``t`` under parameters ``p`` (arrays, one entry per record):
     e_prefill, e_decode, e_hbm, e_link, ar_latency (s per ring step), overhead (s per step)."""
     prefill = t["cp"] / (t["peak"] * p["e_prefill"]) + t["ar_n"] * (t["ar_steps"] * p["ar_latency"] + t["prompt"] * t["ar1"] / (t["link"] * p["e_link"])) + p["overhead"]
-    c = np.where(t["fixed"] > 0, np.minimum(t["fixed"], t["fits"]), t["fits"])
+    c = np.where(t["fixed"] > 0, t["fixed"], t["fits"])  # the clients in flight (as many as fit when unstated)
     open_loop = t["rate"] > 0
     if open_loop.any():  # c = rate x E2E (FX81), iterated from one request in flight, on the open-loop rows alone
         k = np.flatnonzero(open_loop)
@@ -154,31 +175,46 @@ def times(t: dict[str, np.ndarray], p: dict[str, np.ndarray]) -> dict[str, np.nd
                 total_throughput_per_gpu=x * (t["output"] + t["prompt"]) / t["g"])
 
 
-QUANTILES = (np.arange(64) + 0.5) / 64
+QUANTILES = (np.arange(256) + 0.5) / 256
 
 
-def _closed(t, p, c, prefill, burst=True):
-    """A closed loop of c requests per instance: E2E, TTFT, TPOT and requests/s (Little's law, FX81)."""
+def _closed(t, p, clients, prefill, burst=True):
+    """A closed loop of ``clients`` requests per instance (the engine runs c = min(clients, fits) of them, the rest wait
+    for a K/V slot): E2E, TTFT, TPOT and requests/s (Little's law, FX81)."""
+    c = np.minimum(clients, t["fits"])
     step = _step(t, p, c)
-    tpot = step + c * prefill / t["output"]  # FX78 with the chunked-prefill share of each step
-    ttft = prefill + step / 2
-    for _ in range(3):  # steady state: an M/D/1 wait for the prefills, rho = X T_p
+    # FX78 with the chunked-prefill share of each step: while one request decodes, each of the c - 1 others starts
+    # a new request about once (closed loop, steady state), and its prefill runs inside those steps
+    tpot = step + np.maximum(c - 1, 0) * prefill / t["output"]
+    # a closed loop's request arrives as another finishes, at a step boundary; an open loop's at random, into a running
+    # step (half a step on average)
+    residual = np.where(t["rate"] > 0, step / 2, 0.0)
+    ttft = prefill + residual
+    # steady state: an M/D/1 wait for the prefills of the others, rho = X T_p (a closed loop's request never waits for
+    # its own client's: the other c - 1 send X (c - 1) / c of the prompts)
+    others = np.where(t["rate"] > 0, c, np.maximum(c - 1, 0))
+    for _ in range(3):
         e2e = ttft + (t["output"] - 1) * tpot
-        rho = np.minimum(c / e2e * prefill, 0.95)
-        ttft = prefill + step / 2 + rho * prefill / (2 * (1 - rho))
+        rho = np.minimum(others / e2e * prefill, 0.95)
+        ttft = prefill + residual + rho * prefill / (2 * (1 - rho))
     e2e = ttft + (t["output"] - 1) * tpot
-    x = c / e2e
-    # a benchmark of N requests starts its first c at once: request i <= c waits for the i - 1 prefills before it; past the
-    # first wave the steady-state wait holds, unless all N were sent at once (then request i > c also waits for a slot,
-    # freed at X per second, from the moment it was sent); the mean over N replaces the steady-state wait
+    x = c / e2e  # requests/s the engine completes (FX81 over the requests it runs)
+    # the clients beyond the engine's c wait in its queue: by Little's law on that queue, q = clients - c requests
+    # ahead drain at X per second, a wait of q / X before a slot frees
+    slot = np.maximum(clients - c, 0.0) / x
+    steady = ttft - prefill + slot
+    # a benchmark of N requests sends its first `clients` at once into an idle engine: request i <= c waits for the
+    # i - 1 prefills before it; request c < i <= clients for the (i - c)-th slot to free; later ones (sent as earlier ones finish) wait the
+    # steady-state time. The statistic the source reports (mean, median, a percentile) is taken over the N requests.
     n = t["burst"]
-    burst = (n >= 1) & burst
-    if burst.any():
-        i = 1 + np.outer(np.maximum(n, 1), QUANTILES)
-        first = i <= c[:, None]
-        slot = np.where(t["sent"][:, None] > 0, (i - c[:, None]) / x[:, None], 0.0)
-        steady = (ttft - prefill)[:, None]  # the running step's half and the M/D/1 wait
-        wait = np.where(first, (i - 1) * prefill[:, None] + step[:, None] / 2, np.maximum(slot, steady))
-        ttft = np.where(burst, prefill + wait.mean(axis=1), ttft)
-        e2e = ttft + (t["output"] - 1) * tpot
+    run = (n >= 1) & burst
+    wait = np.broadcast_to(steady[:, None], (len(steady), len(QUANTILES)))
+    if run.any():
+        i = np.ceil(np.outer(np.maximum(n, 1), QUANTILES))
+        first = np.where(i <= c[:, None], (i - 1) * prefill[:, None], (i - c[:, None]) / x[:, None])
+        wait = np.where(run[:, None] & (i <= np.maximum(clients, 1)[:, None]), first, wait)
+    stat = t.get("stat", np.full(len(c), -1.0))
+    quant = np.take_along_axis(np.sort(wait, axis=1), np.clip(np.round(stat * len(QUANTILES) - 0.5), 0, len(QUANTILES) - 1).astype(int)[:, None], 1)[:, 0]
+    ttft = prefill + np.where(stat < 0, wait.mean(axis=1), quant)
+    e2e = ttft + (t["output"] - 1) * tpot
     return e2e, ttft, tpot, x

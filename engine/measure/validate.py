@@ -50,8 +50,9 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float | None:
 
 
 def _terms(root, kind, m):
-    if m.kind == "serve" and m.statistic in PERCENTILES:
-        raise Unmapped(f"a {m.statistic} latency needs the queueing simulation (issue 27); validate predicts means")
+    if m.kind == "serve" and (m.statistic == "max" or (m.statistic in PERCENTILES and m.metric not in ("ttft", "e2e_latency"))):
+        raise Unmapped(f"a {m.statistic} {m.metric} comes from step-to-step variation the closed-form model does not carry; validate predicts "
+                       "means, medians and the TTFT/E2E percentiles of a run's queue")
     from engine.core.errors import InputError
 
     try:

@@ -13,7 +13,7 @@ import pytest
 from engine.measure import serve
 
 P = dict(e_prefill=0.5, e_decode=0.5, e_hbm=0.8, e_kv=0.8, e_link=0.7, ar_latency=5e-6, overhead=2e-3)
-DENSE = dict(fixed=1, rate=0, fits=100, burst=0, sent=0, g=1, ep=1, replicas=1, output=100, prompt=1000, w_dense=16e9, w_expert=0,
+DENSE = dict(fixed=1, rate=0, fits=100, burst=0, stat=-1, g=1, ep=1, replicas=1, output=100, prompt=1000, w_dense=16e9, w_expert=0,
              experts=0, top_k=0, cd1=16e9, ca1=0, kv1=1e6, ar_n=0, ar_steps=0, ar1=0, ep1=0, cp=1.6e13, peak=1e15, hbm=2e12, link=450e9,
              ep_link=450e9)
 # prefill: 1.6e13 / (1e15 x 0.5) + overhead = 0.032 + 0.002 = 0.034 s
@@ -32,9 +32,12 @@ def test_dense_tpot_at_one_request_by_hand():
     # attention kernels (no attention FLOPs here): K/V 1e6 / (2e12 x 0.8) = 6.25e-7 s; the two kernel classes run in turn
     step = max(16e9 / (1e15 * 0.5), 16e9 / (2e12 * 0.8)) + 1e6 / (2e12 * 0.8) + 2e-3
     assert step == pytest.approx(0.012000625, rel=1e-12)
-    # TPOT = step + c x prefill / output = 0.012000625 + 1 x 0.034 / 100 = 0.012340625 s
-    assert out["tpot"] == pytest.approx(step + 1 * PREFILL / 100, rel=1e-12)
-    assert out["tpot"] == pytest.approx(0.012340625, rel=1e-12)
+    # TPOT = step + (c - 1) x prefill / output: a lone request's steps carry no other request's prompt
+    assert out["tpot"] == pytest.approx(step, rel=1e-12)
+    assert out["tpot"] == pytest.approx(0.012000625, rel=1e-12)
+    # two clients: each request's decode steps carry the other's next prompt once: + 0.034 / 100 (and the step of 2
+    # sequences reads 2e6 B of K/V: + 1e6 / 1.6e12)
+    assert times(fixed=2)["tpot"] == pytest.approx(0.012000625 + 1e6 / 1.6e12 + 0.034 / 100, rel=1e-12)
     assert out["itl"] == out["tpot"]
 
 
@@ -45,8 +48,9 @@ def test_dense_one_request_follows_littles_law():
     assert out["request_throughput"] == pytest.approx(1 / out["e2e_latency"], rel=1e-12)
     assert out["output_throughput_per_gpu"] == pytest.approx(100 / out["e2e_latency"], rel=1e-12)
     assert out["total_throughput_per_gpu"] == pytest.approx(1100 / out["e2e_latency"], rel=1e-12)
-    # TTFT is at least the prompt's prefill and half a running step: 0.034 + 0.012000625 / 2 = 0.0400003125 s
-    assert out["ttft"] >= 0.0400003125 * (1 - 1e-12)
+    # a closed loop's one client sends its next request as the last one finishes, into an idle engine: TTFT is the
+    # prompt's prefill, 0.034 s (no step is running, and no other prompt is queued)
+    assert out["ttft"] == pytest.approx(PREFILL, rel=1e-12)
 
 
 @pytest.mark.parametrize(("c", "touched"), [
@@ -59,20 +63,41 @@ def test_moe_decode_reads_the_experts_the_batch_routes_to(c, touched):
     out = times(fixed=c, experts=8, top_k=2, w_dense=4e9, w_expert=40e9)
     reads = 4e9 + 40e9 * touched + c * 1e6
     step = reads / (2e12 * 0.8) + 2e-3
-    assert out["tpot"] == pytest.approx(step + c * PREFILL / 100, rel=1e-12)
-    # c = 1: (4e9 + 10e9 + 1e6) / 1.6e12 = 8.750625e-3; + 2e-3 + 0.034 / 100 = 0.011090625 s
-    # c = 4: (4e9 + 27.34375e9 + 4e6) / 1.6e12 = 0.01959234375; + 2e-3 + 4 x 0.034 / 100 = 0.02295234375 s
-    assert out["tpot"] == pytest.approx({1: 0.011090625, 4: 0.02295234375}[c], rel=1e-12)
+    assert out["tpot"] == pytest.approx(step + (c - 1) * PREFILL / 100, rel=1e-12)
+    # c = 1: (4e9 + 10e9 + 1e6) / 1.6e12 = 8.750625e-3; + 2e-3 = 0.010750625 s
+    # c = 4: (4e9 + 27.34375e9 + 4e6) / 1.6e12 = 0.01959234375; + 2e-3 + 3 x 0.034 / 100 = 0.02261234375 s
+    assert out["tpot"] == pytest.approx({1: 0.010750625, 4: 0.02261234375}[c], rel=1e-12)
 
 
 def test_an_open_loop_rate_solves_littles_law():
     rate = 4.0
     out = times(fixed=0, rate=rate)
     # invert the TPOT of the solved c (bytes-bound, as above):
-    # TPOT = (16e9 + c x 1e6) / 1.6e12 + 2e-3 + c x 0.034 / 100, so c = (TPOT - 0.01 - 0.002) / (1e6 / 1.6e12 + 0.034 / 100)
-    c = (out["tpot"] - 16e9 / 1.6e12 - 2e-3) / (1e6 / 1.6e12 + PREFILL / 100)
+    # TPOT = (16e9 + c x 1e6) / 1.6e12 + 2e-3 + (c - 1) x 0.034 / 100, so
+    # c = (TPOT - 0.01 - 0.002 + 0.034 / 100) / (1e6 / 1.6e12 + 0.034 / 100)
+    c = (out["tpot"] - 16e9 / 1.6e12 - 2e-3 + PREFILL / 100) / (1e6 / 1.6e12 + PREFILL / 100)
     assert 1 < c < 100  # neither clipped at one request nor at the K/V capacity
     # Little's law at the solution: c = rate x E2E (to the fixed-point iteration's convergence, 1 %)
     assert c == pytest.approx(rate * out["e2e_latency"], rel=1e-2)
     assert out["request_throughput"] == pytest.approx(rate, rel=1e-2)
     assert out["request_throughput"] <= rate
+
+
+def test_clients_beyond_the_kv_capacity_wait_for_a_slot():
+    # 10 clients, K/V room for 2: the engine runs 2 (same step, TPOT and throughput as 2 clients); by Little's law on
+    # its queue the 8 others ahead drain at X requests/s, a wait of 8 / X on top of the 2-client TTFT
+    two, ten = times(fixed=2, fits=2), times(fixed=10, fits=2)
+    assert ten["tpot"] == two["tpot"]
+    assert ten["request_throughput"] == two["request_throughput"]
+    assert ten["ttft"] == pytest.approx(two["ttft"] + 8 / two["request_throughput"], rel=1e-12)
+
+
+def test_a_burst_of_n_requests_reports_the_statistic_asked_for():
+    # 8 requests sent at once into an idle engine with room for all 8: request i waits for the i - 1 prompts before it;
+    # the mean over i = 1..8 of (i - 1) is 3.5 prompts, the median lies between the 4th and 5th request's wait
+    mean = times(fixed=8, burst=8)
+    assert mean["ttft"] == pytest.approx(PREFILL + 3.5 * PREFILL, rel=1e-12)
+    median = times(fixed=8, burst=8, stat=0.5)["ttft"]
+    assert PREFILL + 3 * PREFILL <= median <= PREFILL + 4 * PREFILL
+    p90 = times(fixed=8, burst=8, stat=0.9)["ttft"]  # the 8th request of 8 (quantile grid): 7 prompts ahead
+    assert p90 == pytest.approx(PREFILL + 7 * PREFILL, rel=1e-12)
