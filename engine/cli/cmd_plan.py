@@ -115,6 +115,24 @@ def add_parsers(verbs, Parser, shared) -> None:
                    "[,draft_cost=0.05] (c: one draft token's time over a plain step; default 0.05, Leviathan et al.), a rate per draft position "
                    "as acceptance=0.9/0.8/0.7, or method=mtp,acceptance=0.85 for one MTP module of the model as the draft (γ = 1, c from "
                    "its active parameters, FX965/FX964)")
+    m = p.add_argument_group("simulate (plan serve --simulate: a discrete-event run of the pinned --tp/--ep layout under the serving calibration)")
+    m.add_argument("--simulate", action="store_true", help="step the pinned layout request by request (continuous batching, chunked prefill, "
+                   "K/V admission) at --concurrency (closed loop) or --qps (open loop) and print TTFT/TPOT/E2E percentiles")
+    m.add_argument("--requests", type=_int, default=1000, metavar="N", help="requests simulated over the deployment (default 1000)")
+    m.add_argument("--arrival", choices=("poisson", "gamma"), default="poisson", help="open-loop arrivals at --qps (default poisson)")
+    m.add_argument("--cv", type=_float, default=1.0, metavar="CV", help="gamma arrivals: coefficient of variation of the gaps (default 1; >1 bursty)")
+    m.add_argument("--lengths", choices=("fixed", "uniform", "lognormal"), default="fixed",
+                   help="prompt and output lengths around --prompt/--output: fixed (default), uniform in [ratio x L, L], lognormal")
+    m.add_argument("--range-ratio", type=_float, default=0.5, metavar="R", help="--lengths uniform: the lower end as a share of L (default 0.5)")
+    m.add_argument("--sigma", type=_float, default=0.5, metavar="S", help="--lengths lognormal: sigma of log-length (default 0.5)")
+    m.add_argument("--trace", metavar="FILE.csv", help="replay a trace: CSV with columns arrival_s,prompt,output (a header row is skipped)")
+    m.add_argument("--seed", type=_int, default=0, metavar="S", help="random seed; the same seed gives the same run (default 0)")
+    m.add_argument("--token-budget", type=_int, metavar="T", help="tokens one step carries, decodes and prompt chunks (default 8192, the "
+                   "engines' max_num_batched_tokens / chunked_prefill_size)")
+    m.add_argument("--admission", choices=("reserve", "on-demand"), help="K/V admission: reserve a request's whole length (SGLang, TensorRT-LLM) "
+                   "or on-demand with preemption (vLLM); default by --engine, else reserve")
+    m.add_argument("--percentile", type=_float, default=90.0, metavar="P", help="--simulate: the percentile --ttft and --tpot are checked at "
+                   "(50, 90 or 99; default 90)")
     shared(p, False)
     p.set_defaults(handler="engine.cli.cmd_plan:run")
 
@@ -365,6 +383,7 @@ def serve(args) -> int:
     except InputError as exc:
         raise _speculative_flag(exc) from None
     calibrated = _serve_calibrated(args, pin) if r.pinned else None
+    simulated = _serve_simulated(args, pin) if args.simulate else None
     if mfu_note:
         r = _with_note(r, mfu_note)
     if args.svg:
@@ -378,14 +397,15 @@ def serve(args) -> int:
         emit(to_json({"speculative": _speculative_json(r) if speculative is not None else None, "points": r.points, "feasible": r.feasible, "pruned_bound": r.pruned_bound, "pruned_tree": r.pruned_tree,
                       "pruned_early": r.pruned_early, "early_conditions": list(r.early_conditions), "tree_leaves": r.tree_leaves, "tp_prefill": r.tp_prefill, "front": list(r.front), "best": r.best, "cheapest": r.cheapest,
                       "min_gpus": r.min_gpus, "replicas": r.replicas, "tiles": r.tiles, "executor": r.executor, "assumptions": list(r.assumptions),
-                      "pinned": {"given": pin, "dp": args.dp or 1, "points": list(r.pinned), "calibrated": calibrated} if pin else None}))
+                      "pinned": {"given": pin, "dp": args.dp or 1, "points": list(r.pinned), "calibrated": calibrated} if pin else None,
+                      "simulated": simulated}))
         return 0
     rows = _serve_rows(r.front)
     columns = SERVE_COLUMNS + (SPEC_COLUMNS if speculative is not None else [])
     if args.format == "csv":
         emit(table(rows, columns, "csv"))
         return 0
-    head = (_serve_pinned_text(r, calibrated, args) if r.pinned else "") + (
+    head = (_serve_pinned_text(r, calibrated, args) if r.pinned else "") + (_simulated_text(simulated, args) if simulated else "") + (
             f"{r.points:,} points (mode x TP x EP x batch), {r.feasible:,} meet memory, TTFT and TPOT; {pruned}.\n"
             "Pareto front (tokens/s per GPU vs per user):")
     if r.best is None:
@@ -462,6 +482,89 @@ def _serve_calibrated(args, pin: dict) -> dict:
     conc = args.concurrency if args.concurrency is not None else pin["batch"] * dp
     return predict.serve(root_of(args), args.model, args.device, tp=pin["tp"], ep=pin.get("ep", 1), replicas=dp, concurrency=conc,
                          prompt=args.prompt, output=args.output, weights=args.weights, kv_cache=args.kv_cache, precision=args.precision, engine=args.engine)
+
+
+def _read_trace(path: str):
+    """arrival_s, prompt, output columns of a CSV trace (a header row is skipped); one clear error for a bad row."""
+    import csv
+
+    from engine.core.errors import InputError
+
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            rows = list(csv.reader(fh))
+    except OSError as exc:
+        raise InputError("--trace", f"cannot read {path!r}: {exc.strerror}") from None
+    if rows and rows[0] and not rows[0][0].replace(".", "", 1).isdigit():
+        rows = rows[1:]
+    arr, pr, out = [], [], []
+    for i, row in enumerate(rows, 1):
+        try:
+            a, p, o = float(row[0]), int(row[1]), int(row[2])
+        except (ValueError, IndexError):
+            raise InputError("--trace", f"row {i}: expected arrival_s,prompt,output (a number and two integers), got {','.join(row)!r}") from None
+        if a < 0 or p < 1 or o < 1 or (arr and a < arr[-1]):
+            raise InputError("--trace", f"row {i}: arrival times must be non-negative and non-decreasing, lengths positive")
+        arr.append(a)
+        pr.append(p)
+        out.append(o)
+    if not arr:
+        raise InputError("--trace", f"{path!r} holds no rows")
+    return arr, pr, out
+
+
+def _serve_simulated(args, pin: dict) -> dict:
+    from engine.cli.common import root_of
+    from engine.core.errors import InputError
+    from engine.measure import predict
+
+    if "tp" not in pin:
+        raise InputError("--simulate", "simulates one stated layout: give --tp (and --ep for a MoE model)")
+    if args.percentile not in (50, 90, 99):
+        raise InputError("--percentile", f"{args.percentile:g} is not one of 50, 90, 99")
+    trace = _read_trace(args.trace) if args.trace else None
+    if trace is None and args.concurrency is None and args.batch is None and args.qps is None:
+        raise InputError("--simulate", "give the load: --concurrency (clients in flight) or --qps (arrivals per second), or --trace FILE")
+    dp = args.dp or 1
+    conc = None if (args.qps is not None or trace) else (args.concurrency if args.concurrency is not None else pin["batch"] * dp)
+    out = predict.simulate_serve(root_of(args), args.model, args.device, tp=pin["tp"], ep=pin.get("ep", 1), replicas=dp, prompt=args.prompt,
+                                 output=args.output, requests=args.requests, concurrency=conc, qps=args.qps, arrival=args.arrival, cv=args.cv,
+                                 lengths=args.lengths, range_ratio=args.range_ratio, sigma=args.sigma, trace=trace, seed=args.seed,
+                                 token_budget=args.token_budget, admission=args.admission, weights=args.weights, kv_cache=args.kv_cache,
+                                 precision=args.precision, engine=args.engine)
+    if out.get("available"):
+        q = f"p{args.percentile:g}"
+        s = out["summary"]
+        out["targets"] = {"percentile": args.percentile, "ttft": _seconds(args.ttft, "--ttft"), "tpot": _seconds(args.tpot, "--tpot"),
+                          "meets_ttft": bool(s["ttft"][q] <= _seconds(args.ttft, "--ttft")), "meets_tpot": bool(s["tpot"][q] <= _seconds(args.tpot, "--tpot"))}
+    return out
+
+
+def _simulated_text(sim: dict, args) -> str:
+    if not sim.get("available"):
+        return f"simulation: not available ({sim.get('why')})\n\n"
+    s = sim["summary"]
+
+    def pct(name, scale=1e3):
+        d = s[name]
+        return f"mean {scale * d['mean']:,.1f} / P50 {scale * d['p50']:,.1f} / P90 {scale * d['p90']:,.1f} / P99 {scale * d['p99']:,.1f} ms"
+
+    load = (f"{args.concurrency or '?'} clients in a closed loop" if sim["loop"] == "closed" else
+            (f"open loop, {args.arrival} arrivals at {args.qps:g} req/s" + (f" (cv {args.cv:g})" if args.arrival == "gamma" else "")) if not args.trace
+            else f"trace {args.trace}")
+    tg = sim.get("targets", {})
+    q = f"P{tg.get('percentile', 90):g}"
+    verdict = (f"targets at {q}: TTFT {'ok' if tg['meets_ttft'] else 'MISSED'}, TPOT {'ok' if tg['meets_tpot'] else 'MISSED'}" if tg else "")
+    lines = [f"simulated ({sim['requests_per_instance']:,} requests per instance x {sim['replicas']}, {load}, {args.lengths} lengths, "
+             f"{sim['admission']} K/V admission of {sim['capacity_tokens']:,.0f} tokens, {sim['token_budget']:,} tokens per step, seed {sim['seed']}):",
+             f"  TTFT {pct('ttft')}",
+             f"  TPOT {pct('tpot')}",
+             f"  E2E  {pct('e2e_latency', 1.0).replace(' ms', ' s')}",
+             f"  {s['request_throughput']:.2f} req/s, {s['output_throughput']:,.0f} output tok/s ({s['output_throughput_per_gpu']:,.0f} per GPU); "
+             f"{s['preemptions']} preemptions, K/V peak {100 * s['kv_peak']:.0f}%; Little's law: {s['little']['in_system']:.1f} in system = "
+             f"{s['little']['rate_x_e2e']:.1f} (rate x mean E2E)",
+             f"  {verdict}; serving calibration ({sim['group']}), held out {sim['band']:.0f}% of serving rows within +-30%"]
+    return "\n".join(lines) + "\n\n"
 
 
 def _serve_pinned_text(r, calibrated, args) -> str:

@@ -78,3 +78,56 @@ def describe(p: dict, kind: str) -> str:
     return (f"calibration: knowledge/calibration/fitted.json ({kind}, {p['group']}, fitted on {p['fitted_on']} tables, {p['date']}){fb}; "
             f"{band}")
 
+
+
+def simulate_serve(root, model: str, device: str, *, tp: int, ep: int = 1, replicas: int = 1, prompt: int, output: int, requests: int = 1000,
+                   concurrency: int | None = None, qps: float | None = None, arrival: str = "poisson", cv: float = 1.0, lengths: str = "fixed",
+                   range_ratio: float = 1.0, sigma: float = 0.5, trace=None, seed: int = 0, token_budget: int | None = None,
+                   admission: str | None = None, weights: str | None = None, kv_cache: str | None = None, precision: str | None = None,
+                   engine: str | None = None) -> dict:
+    """The serving simulation (engine.measure.simulate) of one of ``replicas`` instances, its share of the load, under the
+    serving calibration: percentiles of TTFT, TPOT and E2E, throughput of the deployment, preemptions, K/V peak."""
+    from engine.core.errors import InputError
+    from engine.measure import simulate as S
+
+    if (concurrency is None) == (qps is None) and trace is None:
+        raise InputError("--concurrency", "the simulation needs a closed loop (--concurrency) or an open loop (--qps or --trace), one of them")
+    if requests < 1:
+        raise InputError("--requests", f"{requests} is not a positive number of requests")
+    cal = calibration(root)
+    if cal is None or "serve" not in cal:
+        return {"available": False, "why": "no calibration: run `aiinfra validate --write-baseline`"}
+    prec = {k: v for k, v in (("weights", weights), ("kv_cache", kv_cache), ("compute", precision)) if v}
+    row = _row("serve", model, device, tp * ep * replicas, {"tp": tp, "ep": ep}, {"prompt": prompt, "output": output, "concurrency": concurrency or 1},
+               prec, engine)
+    k = KINDS["serve"]
+    try:
+        terms = k.terms(root, row)
+    except Unmapped as exc:
+        return {"available": False, "why": str(exc)}
+    t = {name: np.array([float(v)]) for name, v in terms.items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    groups = [{name: f(row) for name, f in k.groupings.items()}]
+    values = values_for(k, cal["serve"]["parameters"], groups)
+    step = S.StepModel(t, values)
+    rng = np.random.default_rng(seed)
+    n = max(1, requests // replicas)
+    if trace is not None:
+        arr, pr, out = (np.asarray(c) for c in trace)
+        n = min(n, len(arr))
+        arr, pr, out = arr[:n] * 1.0, pr[:n], out[:n]
+    else:
+        pr = S.lengths(lengths, prompt, n, rng, ratio=range_ratio, sigma=sigma, field="--lengths")
+        out = S.lengths(lengths, output, n, rng, ratio=range_ratio, sigma=sigma, field="--lengths")
+        arr = None if qps is None else S.arrivals(arrival, qps / replicas, n, rng, cv=cv)
+    capacity = float(terms["fits"]) * (prompt + output)  # the K/V tokens of the requests the engine's memory rule admits
+    policy = admission or S.ENGINE_ADMISSION.get((engine or "").lower(), "reserve")
+    clients = None if arr is not None else max(1, concurrency // replicas)
+    r = S.simulate(step, pr, out, capacity=capacity, concurrency=clients, arrive=arr, token_budget=token_budget or S.TOKEN_BUDGET, admission=policy)
+    s = r.summary()
+    for name in ("request_throughput", "output_throughput", "total_throughput"):
+        s[name] = s[name] * replicas if s[name] is not None else None
+    s["output_throughput_per_gpu"] = s["output_throughput"] / (tp * ep * replicas) if s["output_throughput"] else None
+    gen = groups[0].get("gen", generation(row.device))
+    return {"available": True, "summary": s, "requests_per_instance": n, "replicas": replicas, "capacity_tokens": capacity, "admission": policy,
+            "token_budget": token_budget or S.TOKEN_BUDGET, "group": gen, "seed": seed, "loop": "closed" if clients else "open",
+            "band": cal["serve"].get("held_out_within_30")}
