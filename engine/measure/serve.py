@@ -176,6 +176,9 @@ def times(t: dict[str, np.ndarray], p: dict[str, np.ndarray]) -> dict[str, np.nd
 
 
 QUANTILES = (np.arange(256) + 0.5) / 256
+# the prompt tokens one engine step may carry: vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size on 80-141 GB
+# GPUs, TensorRT-LLM's max_num_tokens, 8192 each by default (engine.measure.simulate uses the same)
+TOKEN_BUDGET = 8192
 
 
 def _closed(t, p, clients, prefill, burst=True):
@@ -185,7 +188,9 @@ def _closed(t, p, clients, prefill, burst=True):
     step = _step(t, p, c)
     # FX78 with the chunked-prefill share of each step: while one request decodes, each of the c - 1 others starts
     # a new request about once (closed loop, steady state), and its prefill runs inside those steps
-    tpot = step + np.maximum(c - 1, 0) * prefill / t["output"]
+    # a step carries at most the engine's token budget of prompt tokens (TOKEN_BUDGET / prompt prompts), however many
+    # wait: a burst of short prompts spreads over the steps instead of landing on one request's few tokens
+    tpot = step + np.minimum(np.maximum(c - 1, 0) / t["output"], TOKEN_BUDGET / t["prompt"]) * prefill
     # a closed loop's request arrives as another finishes, at a step boundary; an open loop's at random, into a running
     # step (half a step on average)
     residual = np.where(t["rate"] > 0, step / 2, 0.0)

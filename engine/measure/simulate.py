@@ -35,14 +35,12 @@ import numpy as np
 
 from engine.core.errors import InputError
 from engine.core.record import dataclass
+from engine.measure.serve import TOKEN_BUDGET  # one budget for the closed forms and the simulation
 
 ADMISSION = ("reserve", "on-demand")
 ARRIVALS = ("poisson", "gamma", "trace")
 LENGTHS = ("fixed", "uniform", "lognormal", "trace")
 ENGINE_ADMISSION = {"vllm": "on-demand", "sglang": "reserve", "tensorrt-llm": "reserve"}
-# The prompt tokens one step may carry: vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size on 80-141 GB
-# GPUs (16384 above), TensorRT-LLM's max_num_tokens: 8192 each by default
-TOKEN_BUDGET = 8192
 
 
 @dataclass(frozen=True, slots=True)

@@ -101,3 +101,11 @@ def test_a_burst_of_n_requests_reports_the_statistic_asked_for():
     assert PREFILL + 3 * PREFILL <= median <= PREFILL + 4 * PREFILL
     p90 = times(fixed=8, burst=8, stat=0.9)["ttft"]  # the 8th request of 8 (quantile grid): 7 prompts ahead
     assert p90 == pytest.approx(PREFILL + 7 * PREFILL, rel=1e-12)
+
+
+def test_a_step_carries_at_most_the_token_budget_of_prompts():
+    # 100 clients of 1000-token prompts and 2-token outputs: FX78's share would put 99 prompts on each request's one
+    # decode step after the first; an engine step carries at most 8192 prompt tokens, 8.192 prompts of 1000 tokens
+    out = times(fixed=100, output=2)
+    step100 = (16e9 + 100e6) / 1.6e12 + 2e-3  # the step of 100 sequences, bytes-bound: 0.0120625 s
+    assert out["tpot"] == pytest.approx(step100 + 8192 / 1000 * PREFILL, rel=1e-12)
