@@ -73,6 +73,7 @@ class Measurement:
     where: str
     assumed: tuple[dict, ...] = ()
     note: str = ""
+    speculative: dict | None = None  # the run's speculative decoding or MTP (method, draft_tokens, acceptance), None without
 
     def lay(self, name: str, default=1):
         return self.layout.get(name, default)
@@ -168,7 +169,7 @@ def _build(row: dict, rid: str, source: str, family: str, place: str, models, de
                       workload=dict(row.get("workload", {})), engine=row.get("engine"), engine_version=row.get("engine_version"),
                       metric=row["metric"], statistic=row.get("statistic", "single"), value=value, unit=CANONICAL[row["unit"]],
                       stated=f"{row['value']:g} {row['unit']}", where=row["where"], assumed=tuple(row.get("assumed", ())),
-                      note=row.get("note", ""))
+                      note=row.get("note", ""), speculative=dict(row["speculative"]) if row.get("speculative") else None)
     return rec, None
 
 

@@ -33,6 +33,11 @@ def terms(root, m) -> dict:
     from engine.plan.serve_eval import constants, on_gpu, read_per_token
 
     lay, w = m.layout, m.workload
+    if getattr(m, "speculative", None):
+        sp = m.speculative
+        stated = "acceptance stated" if ("acceptance" in sp or "accept_length" in sp) else "no acceptance stated"
+        raise Unmapped(f"speculative decoding ({sp['method']}, {sp['draft_tokens']} draft tokens, {stated}): validate predicts plain decoding "
+                       "only; plan serve --speculative models it with a stated acceptance")
     if lay.get("pp", 1) > 1:
         raise Unmapped("pipeline-parallel serving is not modelled")
     if lay.get("prefill_workers") or lay.get("decode_workers"):

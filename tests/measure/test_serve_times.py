@@ -109,3 +109,20 @@ def test_a_step_carries_at_most_the_token_budget_of_prompts():
     out = times(fixed=100, output=2)
     step100 = (16e9 + 100e6) / 1.6e12 + 2e-3  # the step of 100 sequences, bytes-bound: 0.0120625 s
     assert out["tpot"] == pytest.approx(step100 + 8192 / 1000 * PREFILL, rel=1e-12)
+
+
+def test_a_speculative_run_is_not_scored_as_plain_decoding():
+    # SGLang's cookbook runs its low-latency Qwen3.6 cells with MTP, 3 steps, topk 1, 4 draft tokens (the row's note;
+    # sgl-project/sglang docs_new/.../qwen3.6.jsx launch flags): 3 drafted tokens verified per target step, no acceptance
+    # published, so validate cannot predict its TPOT as stated and lists it with the reason instead of scoring it
+    from pathlib import Path
+
+    from engine.domain import measurements
+    from engine.measure.generations import Unmapped
+
+    root = Path(__file__).resolve().parents[2]
+    rows, _ = measurements.load(root)
+    row = next(m for m in rows if m.id == "meas:sglang-cookbook-qwen3.6-35b-a3b/h200-bf16-ll-c1-tpot")
+    assert row.speculative == {"method": "mtp", "draft_tokens": 3, "steps": 3}
+    with pytest.raises(Unmapped, match=r"speculative decoding \(mtp, 3 draft tokens, no acceptance stated\)"):
+        serve.terms(root, row)
