@@ -55,7 +55,15 @@ def _gen_precision(m) -> str:
 
 
 def _engine(m) -> str:
-    return (m.engine or "unstated").lower()
+    """The engine and its release series (vllm-0.7, sglang-0.5): a step's scheduling, sampling and launch overhead belongs to
+    the release that ran it (vLLM's V1 engine replaced V0's scheduler as the default in 0.8.0; a release is rewritten,
+    not tuned), so one engine's old and new releases are not forced to share one constant. A row whose version does not
+    read as major.minor keeps the engine's name alone."""
+    import re
+
+    name = (m.engine or "unstated").lower()
+    v = re.match(r"v?(\d+)\.(\d+)", (m.engine_version or "").strip())
+    return f"{name}-{int(v.group(1))}.{int(v.group(2))}" if v and m.engine else name
 
 
 KINDS = {

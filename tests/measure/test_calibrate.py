@@ -85,3 +85,20 @@ def test_held_out_leaves_the_whole_family_out():
     assert np.all(np.abs(moved[others] / base[others] - 1) > 0.01)
     # and fitted on b and c, exact data, family a is predicted at the generating values
     np.testing.assert_allclose(base[a], [nvlink_time(s) for s in SIZES], rtol=1e-3)
+
+
+def test_step_overhead_is_grouped_by_engine_release():
+    # vLLM 0.7.x ran the V0 scheduler; 0.8.0 made the V1 engine the default (vLLM release notes): separate groups;
+    # a version that does not read as major.minor keeps the engine's name alone
+    from types import SimpleNamespace
+
+    from engine.measure.calibrate import _engine
+
+    def row(engine, version):
+        return SimpleNamespace(engine=engine, engine_version=version)
+
+    assert _engine(row("vllm", "0.7.4.dev181+gf35f8e22")) == "vllm-0.7"
+    assert _engine(row("vllm", "0.11.0")) == "vllm-0.11"
+    assert _engine(row("sglang", "v0.5.7")) == "sglang-0.5"
+    assert _engine(row("tensorrt-llm", "PyTorch backend, commit b626186")) == "tensorrt-llm"
+    assert _engine(row(None, "0.5.3")) == "unstated"
