@@ -24,7 +24,8 @@ def _row(kind: str, model: str | None, device: str, gpus: int, layout: dict, wor
                        unit="s", stated="", where="the command line")
 
 
-def _predict(root, kind: str, row) -> dict:
+def _calibrated(root, kind: str, row):
+    """(calibration, terms, numeric terms, groups, parameter values) of one stated row, or an 'unavailable' dict."""
     cal = calibration(root)
     if cal is None or kind not in cal:
         return {"available": False, "why": "no calibration: run `aiinfra validate --write-baseline`"}
@@ -35,8 +36,16 @@ def _predict(root, kind: str, row) -> dict:
         return {"available": False, "why": str(exc)}
     t = {name: np.array([float(v)]) for name, v in terms.items() if isinstance(v, int | float) and not isinstance(v, bool)}
     groups = [{name: f(row) for name, f in k.groupings.items()}]
+    return cal, terms, t, groups, values_for(k, cal[kind]["parameters"], groups)
+
+
+def _predict(root, kind: str, row) -> dict:
+    got = _calibrated(root, kind, row)
+    if isinstance(got, dict):
+        return got
+    cal, terms, t, groups, values = got
+    k = KINDS[kind]
     fitted = cal[kind]["parameters"]
-    values = values_for(k, fitted, groups)
     out = {name: float(v[0]) for name, v in k.times(t, values).items()}
     gen = groups[0].get("gen", generation(row.device))
     used = {p.name: float(values[p.name][0]) for p in k.params}
@@ -94,20 +103,13 @@ def simulate_serve(root, model: str, device: str, *, tp: int, ep: int = 1, repli
         raise InputError("--concurrency", "the simulation needs a closed loop (--concurrency) or an open loop (--qps or --trace), one of them")
     if requests < 1:
         raise InputError("--requests", f"{requests} is not a positive number of requests")
-    cal = calibration(root)
-    if cal is None or "serve" not in cal:
-        return {"available": False, "why": "no calibration: run `aiinfra validate --write-baseline`"}
     prec = {k: v for k, v in (("weights", weights), ("kv_cache", kv_cache), ("compute", precision)) if v}
     row = _row("serve", model, device, tp * ep * replicas, {"tp": tp, "ep": ep}, {"prompt": prompt, "output": output, "concurrency": concurrency or 1},
                prec, engine)
-    k = KINDS["serve"]
-    try:
-        terms = k.terms(root, row)
-    except Unmapped as exc:
-        return {"available": False, "why": str(exc)}
-    t = {name: np.array([float(v)]) for name, v in terms.items() if isinstance(v, int | float) and not isinstance(v, bool)}
-    groups = [{name: f(row) for name, f in k.groupings.items()}]
-    values = values_for(k, cal["serve"]["parameters"], groups)
+    got = _calibrated(root, "serve", row)
+    if isinstance(got, dict):
+        return got
+    cal, terms, t, groups, values = got
     step = S.StepModel(t, values)
     rng = np.random.default_rng(seed)
     n = max(1, requests // replicas)

@@ -299,6 +299,7 @@ def simulate(step: StepModel, prompt: np.ndarray, output: np.ndarray, *, capacit
         ctx_sum += nd
         if admission == "on-demand":
             used += nd
+        ended = []
         for item in finished_prefill:
             prefill.remove(item)
             i = item[0]
@@ -310,22 +311,13 @@ def simulate(step: StepModel, prompt: np.ndarray, output: np.ndarray, *, capacit
             ctx = P[i] + generated[i]
             ctx_sum += ctx
             remaining = OUT[i] - generated[i]
-            if remaining <= 0:
+            if remaining <= 0:  # a one-token output ends with its prompt
                 finish[i] = now
-                ctx_sum -= ctx
-                h = held.pop(i)
-                used -= ctx if admission == "on-demand" else h
-                done += 1
-                in_sys -= 1
-                if closed and nxt < n:
-                    t_arr[nxt] = now
-                    pending.append(nxt)
-                    nxt += 1
-                    in_sys += 1
+                ended.append(i)
                 continue
             dec_set[i] = (step_no, item[2], int(generated[i]))  # generated at step s: the third + (s - the first)
             heapq.heappush(decode, (step_no + remaining, item[2], i))
-        dn = _retire(decode, dec_set, step_no, finish, now)
+        dn = ended + _retire(decode, dec_set, step_no, finish, now)
         if dn:
             done, in_sys, used, ctx_sum, nxt = _after(dn, done, in_sys, used, ctx_sum, nxt, closed, n, pending, t_arr, now, P, OUT, held, admission)
         if admission == "on-demand" and used > capacity:  # out of pages: preempt the latest admitted
