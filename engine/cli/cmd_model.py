@@ -102,18 +102,19 @@ def _document(d: dict, md: bool) -> str:
     for item in p.get("outside_lm", []):
         out.append(f"  outside the language model: {item['name']}: {item['parameters']} ({item['source']})")
     out += [f"formulas: {', '.join(comp['formulas'])}",
-            f"{_kv_label(dv)}: {number(comp['kv_bytes_per_token_bf16'])} B"]
+            f"{_kv_label(d)}: {number(comp['kv_bytes_per_token_bf16'])} B"]
     if d.get("notes"):
         out += ["", f"notes: {d['notes']}"]
     return "\n".join(out)
 
 
-def _kv_label(dv: dict) -> str:
-    if dv.get("compressed_attention"):  # DeepSeek-V4: no per-token constant; the growth once the windows are full
-        return "KV cache per token past the windows (BF16, FX899: compressed entries and indexer keys, averaged over the compress ratios)"
-    if dv.get("layerwise"):  # OpenELM: each layer's own K/V heads
-        return "KV cache per token (BF16, FX910: each layer's own K/V heads)"
-    return f"KV cache per token (BF16, F8 {dv['attention']})"
+def _kv_label(record: dict) -> str:
+    """What the K/V bytes per token are, in the words of the record's family (DeepSeek-V4: the growth once the windows
+    are full; OpenELM: each layer's own K/V heads; F8's variant otherwise)."""
+    from engine.domain.families import family_of, shape_of
+
+    shape = shape_of(record)
+    return family_of(shape).kv_label(shape)
 
 
 def _value(v) -> str:

@@ -123,23 +123,13 @@ class _Pass:
         if attention not in ATTENTIONS:
             raise InputError("--attention", f"expected one of {', '.join(ATTENTIONS)}, got {attention!r}")
         self.eager = int(attention == "eager")
-        self.mla_path = _mla_path(record, mla_path)
-        self.p_w, self.p_kv = _size(weight_bytes, "--weight-bytes"), _size(kv_bytes, "--kv-bytes")
-        from engine.domain.model_count import is_hybrid, outside_templates
+        from engine.domain.families import FAMILIES, Use, refuse, shape_of
 
-        der = record["derived"]
-        lin = der.get("linear_attention") or {}
-        # hybrid_moe.yaml (Gated DeltaNet), hybrid_mla_moe.yaml (KDA beside MLA without query compression), hybrid.yaml
-        # (Mamba-2); DSA: mla_moe.yaml
-        kda = (lin.get("kind") == "kda" and der.get("attention") == "mla" and not (der.get("mla") or {}).get("q_lora_rank")
-               and not lin.get("full_rank_gate"))  # Kimi K3 (compressed queries, full-rank gates, latent MoE) has no template
-        counted = lin.get("kind") == "gated_deltanet" or kda or bool(der.get("mamba"))
-        # DeepSeek-V4's compressed attention has no template either, nor has a layer-wise model (OpenELM: a shape per layer)
-        why = outside_templates(der) if (is_hybrid(der) and not counted) or der.get("compressed_attention") or der.get("layerwise") else ""
-        if why:
-            raise InputError("--model", f"{record.get('id', 'this model')} is {why}: the forward ledger has no operator template "
-                                        "for it yet, so it is refused rather than counted as plain attention; `aiinfra model show` "
-                                        "and `aiinfra state` cover it")
+        self.shape = shape_of(record)
+        self.mla_path = _mla_path(self.shape, mla_path)
+        self.p_w, self.p_kv = _size(weight_bytes, "--weight-bytes"), _size(kv_bytes, "--kv-bytes")
+        if self.shape.family in FAMILIES:  # a family no module holds has no template either: for_family names it
+            refuse(Use.LEDGER, self.shape)  # DeepSeek-V4, Kimi K3 and layer-wise models have no operator template
         self.tid, self.meta = self.templates.for_family(record["derived"]["family"])
         values, self.notes = bind(record, self.tid, self.meta)
         values.update(_constants(self.meta, self.formulas))
@@ -178,19 +168,18 @@ class _Pass:
         return self.mla_path
 
 
-def _mla_path(record: dict, path: str) -> str | None:
+def _mla_path(shape, path: str) -> str | None:
     if path not in MLA_PATHS:
         raise InputError("--mla-path", f"expected one of {', '.join(MLA_PATHS)}, got {path!r}")
-    if record["derived"].get("sparse_attention"):  # sparse MLA runs absorbed (MQA form) in prefill and decode alike
+    if shape.dsa:  # sparse MLA runs absorbed (MQA form) in prefill and decode alike
         if path == "expanded":
-            raise InputError("--mla-path", f"{record.get('id', 'this model')} uses DeepSeek Sparse Attention, which runs MLA absorbed "
+            raise InputError("--mla-path", f"{shape.id} uses DeepSeek Sparse Attention, which runs MLA absorbed "
                                            "(the MQA form over the selected latents) in prefill and decode; expanded does not apply")
         return "absorbed"
-    if record["derived"].get("attention") == "mla":
+    if shape.attention == "mla":
         return path
     if path != "auto":
-        raise InputError("--mla-path", f"applies to MLA models only; {record.get('id', 'this model')} uses "
-                                       f"{record['derived'].get('attention')} attention")
+        raise InputError("--mla-path", f"applies to MLA models only; {shape.id} uses {shape.attention} attention")
     return None
 
 
@@ -198,28 +187,16 @@ class _Kv:
     """KV totals from F8 (per token), FX73 (one GPU's share) and FX70 (windowed layers)."""
 
     def __init__(self, record, ctx: _Pass, p_kv, tp):
-        cfg, der = record["config"], record["derived"]
+        shape = ctx.shape
         self.ctx = ctx
-        attention, heads = der["attention"], cfg["num_attention_heads"]
-        given = {"attention": attention, "layers": der.get("attention_layers", cfg["num_hidden_layers"]), "kv_bytes": p_kv}  # a hybrid's K/V layers
-        if attention == "mla":
-            given.update(kv_lora_rank=der["mla"]["kv_lora_rank"], qk_rope_head_dim=der["mla"]["qk_rope_head_dim"])
-        else:
-            given["head_dim"] = der.get("head_dim") or cfg.get("head_dim")
-            given["heads" if attention == "mha" else "kv_heads"] = heads if attention == "mha" else cfg.get("num_key_value_heads", 1)
-        if attention == "mqa":
-            given.pop("kv_heads")
+        given = shape.f8(p_kv)  # F8 over a hybrid's K/V layers only
         self.replica = ctx.formula("F8", given)
-        share = {"attention": attention, "kv_bytes_per_token": self.replica, "tp_size": tp}
-        if attention in ("mha", "gqa"):
-            share.update({k: v for k, v in given.items() if k in ("heads", "kv_heads")})
-        self.per_gpu = ctx.formula("FX73", share)
-        dsa = der.get("sparse_attention")
-        self.index_keys = ctx.formula("FX888", {"layers": cfg["num_hidden_layers"], "index_head_dim": dsa["index_head_dim"]}) if dsa else 0
+        self.per_gpu = ctx.formula("FX73", shape.fx73(self.replica, tp))
+        dsa = shape.dsa
+        self.index_keys = ctx.formula("FX888", {"layers": shape.layers, "index_head_dim": dsa["index_head_dim"]}) if dsa else 0
         self.replica, self.per_gpu = self.replica + self.index_keys, self.per_gpu + self.index_keys  # indexer keys: replicated, like the latent
-        window = der.get("sliding_window") or {}
-        self.window = window if window.get("windowed_layers") else None
-        self.layers = cfg["num_hidden_layers"]
+        self.window = shape.window if shape.window.get("windowed_layers") else None
+        self.layers = shape.layers
         self.used = ["F8", "FX73"] + (["FX70"] if self.window else []) + (["FX888"] if dsa else [])
 
     def per_request(self, context: int):

@@ -1,10 +1,12 @@
-"""What a config decides (``derived`` in a model record): family, attention, MLP, norms, biases, MoE, MLA, window."""
+"""What a config decides (``derived`` in a model record): family, attention, MLP, norms, biases, MoE, MLA; the family's
+own layers (sliding windows, DSA's indexer, a hybrid's layer kinds, compressed attention) come from its module in
+``engine.domain.families``."""
 
 from __future__ import annotations
 
 from engine.core.errors import InputError
-from engine.domain.model_config import _positive, _show
-from engine.domain.model_layouts import ACTIVATIONS, LAYER_TYPES, Layout
+from engine.domain.model_config import _positive
+from engine.domain.model_layouts import ACTIVATIONS, Layout
 
 
 def derive(cfg: dict, layout: Layout, root=None) -> dict:
@@ -38,31 +40,20 @@ def derive(cfg: dict, layout: Layout, root=None) -> dict:
             derived["mla"]["output_gate"] = True  # Kimi K3: a sigmoid gate g_proj (h x heads·v_head_dim) on the attention output
     if cfg.get("attn_res_block_size") is not None:
         derived["attn_res_block_size"] = _positive(cfg, "attn_res_block_size")
-    if layout.sparse == "dsa":
-        derived["sparse_attention"] = {"kind": "dsa", "index_heads": _positive(cfg, "index_n_heads", required=True),
-                                       "index_head_dim": _positive(cfg, "index_head_dim", required=True),
-                                       "index_topk": _positive(cfg, "index_topk", required=True)}
     if layout.sinks:
         derived["attention_sinks"] = True
-    if layout.linear:
-        derived.update(_kda(cfg, layout) if layout.linear == "kda" else {"gated_deltanet": _linear, "mamba2": _mamba}[layout.linear](cfg))
-        return derived
-    if layout.compressed:
-        derived.update(_compressed(cfg))
-        return derived
-    _no_window_with_mla(cfg, layout)
-    window = _window(cfg, layout)
-    if window:
-        derived["sliding_window"] = window
+    from engine.domain.families import FAMILIES
+
+    derived.update(FAMILIES[family].derive(cfg, layout))  # the family's own layers: windows, DSA, hybrid layer kinds, compressed attention
     return derived
 
 
 def _layerwise(cfg: dict, layout: Layout, activation: str, root) -> dict:
-    """A dense decoder whose layers differ in heads, K/V heads and feed-forward width (engine.domain.model_layerwise)."""
-    from engine.domain.model_count import _Evaluator, formula_module
-    from engine.domain.model_layerwise import derive_layers
+    """A dense decoder whose layers differ in heads, K/V heads and feed-forward width (engine.domain.families.layerwise)."""
+    from engine.domain.families.evaluate import Evaluator, formula_module
+    from engine.domain.families.layerwise import derive_layers
 
-    layers = derive_layers(cfg, _Evaluator(formula_module(root)))
+    layers = derive_layers(cfg, Evaluator(formula_module(root)))
     derived = {"family": "layerwise_dense", "attention": layers.pop("attention"), "mlp": layout.mlp, "activation": activation,
                "norm": layout.norm, "qk_norm": layout.qk_norm}
     derived.update(_biases(cfg, layout))
@@ -182,72 +173,6 @@ def _gated_shared_expert(cfg: dict, expert_size: int) -> dict:
     return {"shared_experts": size // expert_size, "shared_intermediate_size": size, "shared_expert_gate": True}
 
 
-def _linear(cfg: dict) -> dict:
-    """Qwen3-Next's layer kinds (layer_types, or every full_attention_interval-th layer full) and its Gated DeltaNet shape."""
-    layers = cfg["num_hidden_layers"]
-    types = cfg.get("layer_types")
-    if types is None:
-        interval = _positive(cfg, "full_attention_interval", required=True)
-        types = ["full_attention" if (i + 1) % interval == 0 else "linear_attention" for i in range(layers)]
-    if not isinstance(types, list) or len(types) != layers or not set(types) <= {"full_attention", "linear_attention"}:
-        raise InputError("layer_types", f"expected {layers} entries, each full_attention or linear_attention")
-    full = types.count("full_attention")
-    if not full or full == layers:
-        raise InputError("layer_types", f"has {full} full_attention layers of {layers}: a hybrid needs both kinds")
-    shape = {key: _positive(cfg, name, required=True) for key, name in (
-        ("key_heads", "linear_num_key_heads"), ("value_heads", "linear_num_value_heads"), ("key_head_dim", "linear_key_head_dim"),
-        ("value_head_dim", "linear_value_head_dim"), ("conv_kernel", "linear_conv_kernel_dim"))}
-    return {"attention_layers": full, "attention_output_gate": True,
-            "linear_attention": {"kind": "gated_deltanet", "layers": layers - full, **shape},
-            "layer_pattern": f"{layers - full} linear_attention (Gated DeltaNet) : {full} full_attention"}
-
-
-def _mamba(cfg: dict) -> dict:
-    """Nemotron-H's blocks from hybrid_override_pattern ('M' Mamba-2, '*' attention, '-' MLP) and its Mamba-2 shape."""
-    layers, pattern = cfg["num_hidden_layers"], cfg.get("hybrid_override_pattern")
-    if not isinstance(pattern, str) or len(pattern) != layers or set(pattern) - set("M*-"):
-        raise InputError("hybrid_override_pattern", f"expected {layers} characters, each M (Mamba-2), * (attention) or - (MLP)")
-    if "*" not in pattern or "M" not in pattern:
-        raise InputError("hybrid_override_pattern", "a hybrid needs both Mamba-2 ('M') and attention ('*') blocks")
-    shape = {key: _positive(cfg, name, required=True) for key, name in (
-        ("heads", "mamba_num_heads"), ("head_dim", "mamba_head_dim"), ("state_size", "ssm_state_size"), ("groups", "n_groups"),
-        ("conv_kernel", "conv_kernel"))}
-    counts = {kind: pattern.count(ch) for kind, ch in (("mamba", "M"), ("attention", "*"), ("mlp", "-"))}
-    return {"attention_layers": counts["attention"], "mlp_layers": counts["mlp"], "norms_per_layer": 1,
-            "mamba": {"layers": counts["mamba"], **shape},
-            "layer_pattern": f"{counts['mamba']} Mamba-2 : {counts['attention']} attention : {counts['mlp']} MLP blocks (hybrid_override_pattern)"}
-
-
-def _kda(cfg: dict, layout: Layout) -> dict:
-    """Kimi Linear's (and K3's) layer kinds from linear_attn_config (1-based full_attn_layers and kda_layers) and its KDA shape."""
-    layers, lin = cfg["num_hidden_layers"], cfg.get("linear_attn_config")
-    if not isinstance(lin, dict):
-        raise InputError("linear_attn_config", "expected a JSON object (full_attn_layers, kda_layers, num_heads, head_dim, short_conv_kernel_size)")
-    full_rank = layout.moe == "kimi_k3"  # K3's output gate g_proj is h x heads·head_dim (FX902); Kimi Linear's is low-rank (FX889)
-    if bool(lin.get("use_full_rank_gate")) != full_rank:
-        raise InputError("linear_attn_config.use_full_rank_gate", f"{_show(lin.get('use_full_rank_gate'))} is a variant the importer does not "
-                                                                 f"count (it counts {cfg['model_type']} models with it {_show(full_rank)})")
-    full, kda = lin.get("full_attn_layers"), lin.get("kda_layers")
-    if not (isinstance(full, list) and isinstance(kda, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in full + kda)):
-        raise InputError("linear_attn_config", "expected full_attn_layers and kda_layers as lists of layer numbers")
-    if sorted(full + kda) != list(range(1, layers + 1)):
-        raise InputError("linear_attn_config", f"full_attn_layers and kda_layers must number the layers 1..{layers} once each")
-    if not full or not kda:
-        raise InputError("linear_attn_config", "a hybrid needs both MLA and KDA layers")
-    shape = {}
-    for key, name in (("heads", "num_heads"), ("head_dim", "head_dim"), ("conv_kernel", "short_conv_kernel_size")):
-        value = lin.get(name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise InputError(f"linear_attn_config.{name}", f"expected a whole number >= 1, got {value!r}")
-        shape[key] = value
-    lin_out = {"kind": "kda", "layers": len(kda), "key_heads": shape["heads"], "value_heads": shape["heads"], "key_head_dim": shape["head_dim"],
-               "value_head_dim": shape["head_dim"], "conv_kernel": shape["conv_kernel"]}
-    if full_rank:
-        lin_out["full_rank_gate"] = True
-    return {"attention_layers": len(full), "linear_attention": lin_out,
-            "layer_pattern": f"{len(kda)} KDA : {len(full)} MLA (linear_attn_config)"}
-
-
 def _hash_routed(cfg: dict) -> dict:
     """DeepSeek-V4's MoE: one shared expert of the routed width in every layer; the first num_hash_layers pick experts from a
     token-id table (tid2eid, an integer buffer) and have no selection bias, the others a bias per routed expert."""
@@ -259,84 +184,8 @@ def _hash_routed(cfg: dict) -> dict:
             "hash_layers": hashed}
 
 
-def _compressed(cfg: dict) -> dict:
-    """DeepSeek-V4's layer kinds from compress_ratios (one per layer, then the MTP layers'): 0 keeps the sliding window only,
-    4 adds overlapping compressed entries and a lightning indexer (CSA), any other ratio compressed entries alone (HCA)."""
-    layers, ratios = cfg["num_hidden_layers"], cfg.get("compress_ratios")
-    if not (isinstance(ratios, list) and len(ratios) >= layers and all(isinstance(r, int) and not isinstance(r, bool) and r >= 0 for r in ratios)):
-        raise InputError("compress_ratios", f"expected a list of at least {layers} whole numbers >= 0, one per layer (then the MTP layers')")
-    main = ratios[:layers]
-    heavy = sorted({r for r in main if r not in (0, 4)})
-    if len(heavy) > 1:
-        raise InputError("compress_ratios", f"lists the ratios {heavy} beside 4: the formulas take one heavily compressed (HCA) ratio")
-    shape = {key: _positive(cfg, key, required=True) for key in ("q_lora_rank", "o_groups", "o_lora_rank", "hc_mult")}
-    heads, head_dim = cfg["num_attention_heads"], _positive(cfg, "head_dim", required=True)
-    if heads % shape["o_groups"]:
-        raise InputError("o_groups", f"{shape['o_groups']} does not divide the {heads} attention heads (wo_a maps each group's heads)")
-    rope = cfg.get("qk_rope_head_dim")
-    if rope is not None and (_positive(cfg, "qk_rope_head_dim") >= head_dim):
-        raise InputError("qk_rope_head_dim", f"{rope} is not less than head_dim {head_dim} (the rotary part lies inside each head)")
-    out = {"kind": "deepseek_v4", "window": _positive(cfg, "sliding_window", required=True), "window_only_layers": main.count(0),
-           "csa_layers": main.count(4), "csa_ratio": 4, "hca_layers": len(main) - main.count(0) - main.count(4),
-           "hca_ratio": heavy[0] if heavy else 0, "q_lora_rank": shape["q_lora_rank"], "o_groups": shape["o_groups"],
-           "o_lora_rank": shape["o_lora_rank"]}
-    if out["csa_layers"]:
-        out.update({"index_heads": _positive(cfg, "index_n_heads", required=True), "index_head_dim": _positive(cfg, "index_head_dim", required=True),
-                    "index_topk": _positive(cfg, "index_topk", required=True)})
-    pattern = f"{out['window_only_layers']} sliding-window : {out['csa_layers']} CSA (ratio 4, indexer) : {out['hca_layers']} HCA" + \
-              (f" (ratio {out['hca_ratio']})" if heavy else "") + " (compress_ratios)"
-    return {"compressed_attention": out, "hyper_connections": shape["hc_mult"], "layer_pattern": pattern}
-
-
-def _no_window_with_mla(cfg: dict, layout: Layout) -> None:
-    """The mla_moe template counts no sliding window: refuse windowed layers rather than count them as full attention."""
-    types = cfg.get("layer_types")
-    windowed = sum(t == "sliding_attention" for t in types) if layout.mla and isinstance(types, list) else 0
-    if windowed:
-        raise InputError("layer_types", f"lists {windowed} sliding_attention layers in an MLA model ({cfg['model_type']}): the mla_moe "
-                                        "ledger template counts no sliding window, so the config is refused rather than counted as full attention")
-
-
 def _same_top_k(cfg: dict, moe: dict) -> None:
     """gpt-oss states the experts per token twice (experts_per_token and num_experts_per_tok): they must agree."""
     other = cfg.get("experts_per_token")
     if other is not None and other != moe["experts_per_token"]:
         raise InputError("experts_per_token", f"is {other!r}, but num_experts_per_tok is {moe['experts_per_token']}: the config contradicts itself")
-
-
-def _window(cfg: dict, layout: Layout) -> dict:
-    layers = cfg["num_hidden_layers"]
-    if isinstance(cfg.get("layer_types"), list) and cfg["layer_types"]:
-        return _from_layer_types(cfg, layers)
-    if layout.window == "layer_types":
-        raise InputError("layer_types", f"missing: {cfg['model_type']} interleaves sliding-window and full-attention layers, "
-                                        "and the importer counts them only from the config's own list")
-    window = cfg.get("sliding_window")
-    if layout.window == "none" or window is None:
-        return {}
-    if layout.window == "qwen" and not cfg.get("use_sliding_window"):
-        return {}
-    window = _positive(cfg, "sliding_window")
-    if layout.window == "qwen":
-        full = cfg.get("max_window_layers", layers)
-        return {"window": window, "windowed_layers": max(layers - full, 0), "pattern": f"layers {full} and above windowed"}
-    if layout.window == "gemma3":
-        period = _positive(cfg, "sliding_window_pattern", required=True)
-        return {"window": window, "windowed_layers": layers - layers // period, "pattern": f"{period - 1} local : 1 global"}
-    return {"window": window, "windowed_layers": layers, "pattern": "every layer windowed"}
-
-
-def _from_layer_types(cfg: dict, layers: int) -> dict:
-    types = cfg["layer_types"]
-    if not all(isinstance(t, str) for t in types):
-        raise InputError("layer_types", "expected a list of layer type names such as \"sliding_attention\"")
-    unknown = sorted({t for t in types if t not in LAYER_TYPES})
-    if unknown:
-        raise InputError("layer_types", f"{', '.join(map(repr, unknown))} is not a layer type the importer knows ({', '.join(LAYER_TYPES)})")
-    if len(types) != layers:
-        raise InputError("layer_types", f"lists {len(types)} layers, but num_hidden_layers is {layers}")
-    windowed = sum(LAYER_TYPES[t] for t in types)
-    if not windowed:
-        return {}
-    return {"window": _positive(cfg, "sliding_window", required=True), "windowed_layers": windowed,
-            "pattern": f"{windowed} sliding_attention : {layers - windowed} full_attention (layer_types)"}

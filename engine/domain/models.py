@@ -3,7 +3,8 @@
 ``import_config`` turns a config.json into a model record (``engine/kb/schemas/model.json``):
 ``config`` keeps the keys that shape the architecture under their Hugging Face names,
 ``derived`` records what was decided from them (family, attention, MLP, norms, biases,
-head_dim, MoE, MLA, sliding window). Every key of the file is either known (it shapes the
+head_dim, MoE, MLA, sliding window); ``derived.family`` names the architecture family
+(``engine.domain.families``) that counts and sizes the record. Every key of the file is either known (it shapes the
 architecture), ignored by the explicit ``IGNORED`` list, or noted as lying outside the
 language model; anything else is refused with its name, and so is an unknown
 ``model_type``, so nothing unfamiliar is ever counted as a plain dense model. Architectures
@@ -31,11 +32,8 @@ from engine.domain.model_config import (  # noqa: F401  (public through this mod
 )
 from engine.domain.model_count import (  # noqa: F401
     MISSING_FORMULAS,
-    _Shape,
     formula_module,
-    is_hybrid,
     kv_bytes_per_token,
-    outside_templates,
     parameter_count,
 )
 from engine.domain.model_derive import derive  # noqa: F401

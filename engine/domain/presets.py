@@ -28,11 +28,13 @@ HYBRID_CALCULATORS = frozenset({"calc:kv-concurrency"})
 def model_values(record: dict, root, calculator: str | None = None) -> dict[str, tuple[object, str]]:
     """symbol -> (value, source) for every formula symbol a model record decides.
 
-    A hybrid is filled only for a calculator of HYBRID_CALCULATORS (``calculator``), with its attention
-    layers as ``layers`` and its recurrent state per request; elsewhere, and for DeepSeek Sparse
-    Attention, the model is refused by name.
+    The record's family fills what is its own (engine.domain.families): a hybrid is filled only for a
+    calculator of HYBRID_CALCULATORS (``calculator``), with its attention layers as ``layers`` and its
+    recurrent state per request, and so is DeepSeek Sparse Attention, with its indexer keys; elsewhere,
+    and for a family no calculator holds, the family refuses the model by name.
     """
     from engine.domain import models
+    from engine.domain.families import Use, family_of, refuse, shape_of
 
     cfg, d = record["config"], record["derived"]
     where = _model_source(record)
@@ -43,41 +45,25 @@ def model_values(record: dict, root, calculator: str | None = None) -> dict[str,
         if value is not None:
             out[symbol] = (value, f"preset {ident}: {key} ({where})")
 
-    why = models.outside_templates(d)
-    if d.get("layerwise"):
-        raise InputError("--model", f"{ident} is {why}: the calculators and planners take one heads, kv_heads and ffn_hidden for every "
-                                    "layer, so it is refused here rather than sized as if every layer were alike; "
-                                    f"`aiinfra state --model {ident.split(':', 1)[1]}` gives its bytes per request and capacity (FX910), "
-                                    "`aiinfra model show` its parameters (FX909)")
-    hybrid, dsa = models.is_hybrid(d), bool(d.get("sparse_attention"))
-    if why and not ((hybrid or dsa) and calculator in HYBRID_CALCULATORS):
-        also = (" (calc kv-concurrency sizes hybrids: K/V of the attention layers plus the fixed state)" if hybrid else
-                " (calc kv-concurrency sizes it: the latent plus the indexer keys)")
-        raise InputError("--model", f"{ident} is {why}: the calculators' formulas hold one kind of attention layer with a full "
-                                    f"K/V cache, so it is refused here rather than mis-sized{also}; "
-                                    f"`aiinfra state --model {ident.split(':', 1)[1]}` gives its bytes per request and capacity")
-    shape = models._Shape(cfg, d)
-    if hybrid:
-        _hybrid_values(record, root, put)
-    else:
-        put("layers", shape.layers, "config num_hidden_layers")
-    if dsa:
-        _indexer_values(record, root, put)
+    shape = shape_of(record)
+    family = family_of(shape)
+    refuse(Use.KV_CONCURRENCY if calculator in HYBRID_CALCULATORS else Use.CALCULATORS, shape)
+    family.preset_values(shape, root, put)  # layers (a hybrid's attention layers), and a hybrid's state or DSA's indexer keys
     put("hidden", shape.hidden, "config hidden_size")
     put("heads", shape.heads, "config num_attention_heads")
-    put("attention", d["attention"], "derived attention kind")
-    if d["attention"] == "mla":
+    put("attention", shape.attention, "derived attention kind")
+    if shape.attention == "mla":
         for key in ("kv_lora_rank", "qk_rope_head_dim", "q_lora_rank", "qk_nope_head_dim", "v_head_dim"):
-            put(key, d["mla"].get(key), f"config {key}")
+            put(key, shape.mla.get(key), f"config {key}")
     else:
-        put("kv_heads", shape.kv_heads, "config num_key_value_heads" if d["attention"] == "gqa" else f"{d['attention']}: derived")
-        put("head_dim", d["head_dim"], "config head_dim" if d.get("head_dim_stated") else "hidden_size / num_attention_heads")
+        put("kv_heads", shape.kv_heads, "config num_key_value_heads" if shape.attention == "gqa" else f"{shape.attention}: derived")
+        put("head_dim", shape.head_dim, "config head_dim" if d.get("head_dim_stated") else "hidden_size / num_attention_heads")
     put("vocab_size", cfg.get("vocab_size"), "config vocab_size")
     put("max_position_embeddings", cfg.get("max_position_embeddings"), "config max_position_embeddings")  # not a symbol: a plausibility limit
     put("ffn_hidden", d.get("ffn_hidden"), "config intermediate_size")
     put("mlp_gating", d.get("mlp"), "derived MLP form")
     put("tie_embeddings", "tied" if cfg.get("tie_word_embeddings", True) else "untied", "config tie_word_embeddings")
-    moe = d.get("moe")
+    moe = shape.moe
     put("model_arch", "moe" if moe else "dense", "derived family")
     if moe:
         put("n_experts", moe["experts"], "config routed experts")
@@ -85,8 +71,8 @@ def model_values(record: dict, root, calculator: str | None = None) -> dict[str,
         put("moe_ffn_hidden", moe["expert_intermediate_size"], "config expert intermediate size")
         put("n_shared_experts", moe.get("shared_experts", 0), "config n_shared_experts")
         put("n_dense_layers", moe.get("dense_first_layers", 0), "config first_k_dense_replace")
-    window = d.get("sliding_window")
-    if not (hybrid or dsa):
+    window = shape.window
+    if "kv_layout" not in out:  # a hybrid's or DSA's layout is its family's (preset_values)
         put("kv_layout", "sliding_window" if window else "full", "derived sliding-window layers" if window else "no sliding window in config")
     if window:
         put("sliding_window", window["window"], "config sliding_window")
@@ -95,32 +81,6 @@ def model_values(record: dict, root, calculator: str | None = None) -> dict[str,
     put("params", counts["total"], "parameter count from the architecture (FX17 + listed extras)")
     put("params_active", counts["active"], "active parameters per token (FX18 + listed extras)")
     return out
-
-
-def _hybrid_values(record: dict, root, put) -> None:
-    """A hybrid's K/V layers and its state per request (FX800 x recurrent layers, at the state's default bytes)."""
-    from engine.domain import state
-
-    d = record["derived"]
-    put("layers", d["attention_layers"], f"derived attention layers of the hybrid, the ones with a K/V cache ({d.get('layer_pattern', '')})")
-    put("kv_layout", "hybrid", "derived: recurrent layers keep a fixed state beside the attention layers' K/V")
-    size = state.default_state_bytes(record["config"])
-    request = state.request_state(record, 1, 2, root, size)
-    recurrent = sum(r.bytes_per_request for r in request.rows if r.kind == "recurrent")
-    layers = sum(r.layers for r in request.rows if r.kind == "recurrent")
-    put("recurrent_state_bytes_per_request", recurrent,
-        f"FX800 x {layers} recurrent layers at {size:g} B per state element ({'mamba_ssm_dtype float32' if size == 4 else 'BF16, the weights dtype'})")
-
-
-def _indexer_values(record: dict, root, put) -> None:
-    """DeepSeek Sparse Attention: every layer's indexer caches one FP8 key per token (FX888) beside the latent."""
-    from engine.domain.model_count import _Evaluator, formula_module
-
-    d = record["derived"]
-    layers, dim = record["config"]["num_hidden_layers"], d["sparse_attention"]["index_head_dim"]
-    put("kv_layout", "sparse_indexed", "derived: DeepSeek Sparse Attention keeps an indexer key cache beside the MLA latent")
-    put("indexer_key_bytes_per_token", _Evaluator(formula_module(root))("FX888", layers=layers, index_head_dim=dim),
-        f"FX888: {layers} layers x {dim} FP8 elements plus one FP32 scale per 128 (config index_head_dim)")
 
 
 # Bytes per element of a cached KV entry by --precision name (book Appendix B table B.4); a

@@ -92,19 +92,16 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
     if kv_cache is not None:
         kv_bytes = storage.resolve(kv_cache, "--kv-cache", root).bytes
     storage.check_compute(w_fmt, precision)
-    d = record["derived"]
-    if d.get("compressed_attention"):
-        raise InputError("--model", f"{model}: DeepSeek-V4's compressed attention (windows, compressed entries, an indexer) is not sized by "
-                                    f"plan serve; `aiinfra state --model {model}` gives its bytes per request")
+    from engine.domain.families import Use, family_of, refuse, shape_of
+
+    shape = shape_of(record)
+    family = family_of(shape)
+    refuse(Use.SERVE, shape)  # DeepSeek-V4's compressed attention, a layer-wise model
     # a hybrid's or DSA's values come from the table calc kv-concurrency reads (HYBRID_CALCULATORS): a hybrid's attention
     # layers as layers with its recurrent state per request, DSA's indexer keys per token (FX888)
-    table = "calc:kv-concurrency" if models.is_hybrid(d) or d.get("sparse_attention") else None
+    table = "calc:kv-concurrency" if family.refusal(Use.CALCULATORS, shape) else None
     mv = _preset(presets, root, model, None, "bf16", "--model", calculator=table)
-    hybrid = _hybrid(record, mv) if models.is_hybrid(d) else {}
-    if d.get("sparse_attention"):  # DSA: FX888's indexer keys beside the latent, FX920's scoring, the top-k attended
-        dsa = d["sparse_attention"]
-        hybrid = dict(index_heads=int(dsa["index_heads"]), index_head_dim=int(dsa["index_head_dim"]), index_topk=int(dsa["index_topk"]),
-                      index_bytes_per_token=float(mv["indexer_key_bytes_per_token"]))
+    hybrid = family.serving_terms(shape, mv)  # a hybrid's layers and recurrent state, DSA's indexer
     dv = _preset(presets, root, None, device, precision, "--device")
     if mv.get("attention") not in ("gqa", "mha", "mla"):
         raise InputError("--model", f"{model}: plan serve counts GQA/MHA/MLA K/V caches only (this model's attention is {mv.get('attention')})")
@@ -194,25 +191,6 @@ def _pinned_axes(base: dict, pin: dict, experts: int, model: str) -> dict:
         out[axis] = (value,)
     if "batch" in out and out.get("ep", base["ep"])[0] > 1 and len(out.get("ep", ())) == 1 and out["batch"][0] % out["ep"][0]:
         raise InputError("--batch", f"{out['batch'][0]} is not a multiple of EP {out['ep'][0]} (each attention group holds whole sequences)")
-    return out
-
-
-def _hybrid(record: dict, mv: dict) -> dict:
-    """A hybrid record's layers for plan serve: all its layers, the attention ones (K/V and FX30's attention term), its
-    recurrent layers with FX800's state per layer (the preset's per-request state, at the state's default bytes), the
-    head counts TP must divide, and FX703's layers (Nemotron-H: one all-reduce per block)."""
-    from engine.domain import state
-
-    d = record["derived"]
-    lin, mamba = d.get("linear_attention") or {}, d.get("mamba") or {}
-    recurrent = int((lin or mamba)["layers"])
-    layers = int(record["config"]["num_hidden_layers"])
-    out = dict(layers=layers, attn_layers=int(mv["layers"]), recurrent_layers=recurrent,
-               state_bytes_layer=float(mv["recurrent_state_bytes_per_request"]) / recurrent,
-               state_heads=(lin["key_heads"], lin["value_heads"]) if lin else (mamba["heads"], mamba["groups"]),
-               recurrent_kind=lin.get("kind", "mamba2") if lin else "mamba2", state_element_bytes=float(state.default_state_bytes(record["config"])))
-    if d.get("mlp_layers"):  # Nemotron-H: Mamba-2, attention and MLP blocks, one all-reduce each
-        out["allreduce_layers"] = layers / 2
     return out
 
 

@@ -168,6 +168,7 @@ def hardware_table(data: SiteData) -> Page:
 
 
 def models_table(data: SiteData) -> Page:
+    from engine.domain.families import family_of, shape_of
     from engine.domain.models import kv_bytes_per_token, parameter_count
 
     here = MODELS_PAGE
@@ -181,10 +182,8 @@ def models_table(data: SiteData) -> Page:
         rec = data.k.models[mid]
         counted = parameter_count(rec, data.root)
         cfg, der = rec["config"], rec["derived"]
-        heads = cfg.get("num_attention_heads", "-")
-        kv = cfg.get("num_key_value_heads", heads)
-        if der.get("layerwise"):  # OpenELM: heads per layer, shown as their range
-            heads, kv = (f"{min(der['layerwise'][k])}-{max(der['layerwise'][k])}" for k in ("heads", "kv_heads"))
+        shape = shape_of(rec)
+        heads, kv = family_of(shape).heads_text(shape)  # OpenELM: heads per layer, shown as their range
         kvb = kv_bytes_per_token(rec, data.root, 2)
         lines.append(f'| <a id="{anchor_name(mid)}"></a>`{mid.split(":", 1)[1]}` {md_escape(rec["name"])} | {der["family"]} | {der["attention"]} | '
                      f"{cfg['num_hidden_layers']} | {cfg['hidden_size']} | {heads} / {kv} | {_billions(counted['total'])} | "
