@@ -12,32 +12,61 @@ that counts it, sizes its K/V and request state, fills calculator and serving in
 
 ``base`` holds the ``Family`` protocol, the ``Use`` a caller asks for and the shared defaults; ``shape`` the
 ``ModelShape`` read once per record; ``counting``, ``recurrent``, ``state_rows`` and ``evaluate`` what families share.
-A new family is one module and one line here.
+A new family is one module and one line here (see README.md).
 """
 
 from __future__ import annotations
 
 from engine.core.errors import InputError
-from engine.domain.families import compressed, gated_deltanet, kda, layerwise, mamba, standard
-from engine.domain.families.base import FLAGS, Family, Use
-from engine.domain.families.shape import ModelShape, shape_of
-
-FAMILIES: dict[str, Family] = {name: module.FAMILY for module in (standard, gated_deltanet, kda, mamba, compressed, layerwise)
-                               for name in module.FAMILY.derived_families}
 
 __all__ = ["FAMILIES", "Family", "ModelShape", "Use", "family_of", "refuse", "shape_of"]
 
 
-def family_of(shape: ModelShape) -> Family:
+def _registry() -> dict:
+    """derived.family -> family, built on first use (the family modules are imported then, not with this package)."""
+    table = globals().get("FAMILIES")
+    if table is None:
+        from engine.domain.families import (
+            compressed,
+            gated_deltanet,
+            kda,
+            layerwise,
+            mamba,
+            standard,
+        )
+
+        table = globals()["FAMILIES"] = {name: module.FAMILY for module in (standard, gated_deltanet, kda, mamba, compressed, layerwise)
+                                         for name in module.FAMILY.derived_families}
+    return table
+
+
+def __getattr__(name: str):
+    if name == "FAMILIES":
+        return _registry()
+    if name in ("Family", "Use", "FLAGS"):
+        from engine.domain.families import base
+
+        return getattr(base, name)
+    if name in ("ModelShape", "shape_of"):
+        from engine.domain.families import shape
+
+        return getattr(shape, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def family_of(shape):
     """The family of a model's shape (its ``derived.family``); one that no module holds is refused by name."""
-    family = FAMILIES.get(shape.family)
+    table = _registry()
+    family = table.get(shape.family)
     if family is None:
-        raise InputError("derived.family", f"{shape.id}: {shape.family!r} is not a family the engine knows ({', '.join(sorted(FAMILIES))})")
+        raise InputError("derived.family", f"{shape.id}: {shape.family!r} is not a family the engine knows ({', '.join(sorted(table))})")
     return family
 
 
-def refuse(use: Use, shape: ModelShape) -> None:
+def refuse(use, shape) -> None:
     """Raise the family's own refusal where it does not support ``use``."""
+    from engine.domain.families.base import FLAGS
+
     why = family_of(shape).refusal(use, shape)
     if why:
         raise InputError(FLAGS.get(use, "--model"), why)

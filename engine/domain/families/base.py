@@ -9,8 +9,8 @@ refused by the family's own message (``refusal``), once, naming the model and wh
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
 
+TYPE_CHECKING = False  # typing costs about 4 ms to import; only type checkers need it
 if TYPE_CHECKING:
     from engine.domain.families.shape import ModelShape
     from engine.domain.families.state_rows import RequestState
@@ -33,22 +33,57 @@ class Use(StrEnum):
 FLAGS = {Use.STATE_TP: "--tp"}
 
 
-class Family(Protocol):
+class Family:
+    """The protocol every family module implements (``Defaults`` gives all but ``count``): a plain class rather than a
+    ``typing.Protocol``, as typing costs about 4 ms to import on every command that reads a model."""
+
     name: str                          # the family's own name (standard, gated_deltanet, kda, mamba, compressed, layerwise)
     derived_families: tuple[str, ...]  # the derived.family values it holds: its keys in FAMILIES
     hybrid: bool                       # recurrent layers beside attention layers
 
-    def derive(self, cfg: dict, layout) -> dict: ...
-    def count(self, shape: ModelShape, ev) -> dict: ...
-    def kv_per_token(self, shape: ModelShape, ev, kv_bytes: float) -> int | float: ...
-    def request_state(self, shape: ModelShape, ev, context_tokens: int, kv_bytes: float, state_bytes: float | None) -> RequestState: ...
-    def what(self, shape: ModelShape) -> str: ...
-    def refusal(self, use: Use, shape: ModelShape) -> str: ...
-    def state_heads(self, shape: ModelShape) -> dict[str, int]: ...
-    def preset_values(self, shape: ModelShape, root, put) -> None: ...
-    def serving_terms(self, shape: ModelShape, preset: dict) -> dict: ...
-    def kv_label(self, shape: ModelShape) -> str: ...
-    def heads_text(self, shape: ModelShape) -> tuple[object, object]: ...
+    def derive(self, cfg: dict, layout) -> dict:
+        """The family's own ``derived`` fields from a config (its layer kinds, windows, indexer)."""
+        raise NotImplementedError
+
+    def count(self, shape: ModelShape, ev) -> dict:
+        """parameter_count's result: total, active, parts, extras, formulas."""
+        raise NotImplementedError
+
+    def kv_per_token(self, shape: ModelShape, ev, kv_bytes: float) -> int | float:
+        """Bytes of K/V one token adds."""
+        raise NotImplementedError
+
+    def request_state(self, shape: ModelShape, ev, context_tokens: int, kv_bytes: float, state_bytes: float | None) -> RequestState:
+        """The persistent bytes of one request, by layer kind."""
+        raise NotImplementedError
+
+    def what(self, shape: ModelShape) -> str:
+        """What the model is, in a refusal ("" for a plain decoder)."""
+        raise NotImplementedError
+
+    def refusal(self, use: Use, shape: ModelShape) -> str:
+        """"" where ``use`` is supported, else the one sentence that refuses it."""
+        raise NotImplementedError
+
+    def state_heads(self, shape: ModelShape) -> dict[str, int]:
+        """The recurrent heads a tensor-parallel split of the state must divide."""
+        raise NotImplementedError
+
+    def preset_values(self, shape: ModelShape, root, put) -> None:
+        """The calculators' inputs that are the family's own (``put(symbol, value, source)``)."""
+        raise NotImplementedError
+
+    def serving_terms(self, shape: ModelShape, preset: dict) -> dict:
+        """plan serve's inputs that are the family's own."""
+        raise NotImplementedError
+
+    def kv_label(self, shape: ModelShape) -> str:
+        """What ``kv_per_token`` is, for model show."""
+        raise NotImplementedError
+
+    def heads_text(self, shape: ModelShape) -> tuple[object, object]:
+        """Query and K/V heads as the models page shows them."""
+        raise NotImplementedError
 
 
 def calculators_refusal(shape: ModelShape, what: str, also: str) -> str:
@@ -63,7 +98,7 @@ def ledger_refusal(shape: ModelShape, what: str) -> str:
             "as plain attention; `aiinfra model show` and `aiinfra state` cover it")
 
 
-class Defaults:
+class Defaults(Family):
     """What a family does unless its module says otherwise: every use supported, F8 over the attention layers,
     no recurrent heads, no extra preset or serving terms."""
 
