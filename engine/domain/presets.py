@@ -149,8 +149,9 @@ def device_values(device, precision: str = "bf16") -> dict[str, tuple[object, st
 # (the model and hardware records and the formulas) are stat-ed at most every FRESH_INTERVAL
 # seconds; when a stat changes, or a file is newer than RACY_NS (a second edit in the same
 # timestamp tick leaves the stat unchanged), the content key decides, as in
-# engine.numeric.compiled. The engine's own sources (this module, hardware.py and every
-# engine/domain/model*.py, which derive the records) are in the key, not stat-ed.
+# engine.numeric.compiled. The engine's own sources (this module, hardware.py, every
+# engine/domain/model*.py, which derive the records, and engine/domain/families/*.py, which
+# count them and fill their family's values) are in the key, not stat-ed.
 FOLDERS = ("knowledge/models", "knowledge/hardware", "formulas")
 FRESH_INTERVAL = 0.01
 RACY_NS = 2_000_000_000
@@ -202,7 +203,9 @@ def _own() -> list[str]:
 
     here = os.path.dirname(os.path.abspath(__file__))
     models = sorted(n for n in os.listdir(here) if n.startswith("model") and n.endswith(".py"))
-    return ["engine/domain/presets.py", "engine/domain/hardware.py", "engine/domain/usable_memory.py"] + [f"engine/domain/{n}" for n in models]
+    families = sorted(n for n in os.listdir(os.path.join(here, "families")) if n.endswith(".py"))
+    return ["engine/domain/presets.py", "engine/domain/hardware.py", "engine/domain/usable_memory.py"] + \
+        [f"engine/domain/{n}" for n in models] + [f"engine/domain/families/{n}" for n in families]
 
 
 def _table(path: str, key: str, model: str | None, device: str | None, precision: str,
