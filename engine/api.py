@@ -147,6 +147,24 @@ class CalculatorHandle:
             found.update(presets.load(self.root, model, device, precision, self.id))
         return run(self.calc, compiled.memoised(self.root), inputs, found)
 
+    def solve(self, target: str, where, model: str | None = None, device: str | None = None, precision: str = "bf16", numeric: bool = False,
+              **inputs):
+        """Solve the input ``target`` for ``where`` (``"OUTPUT >= V"`` or a list of them) through the whole chain, as
+        ``aiinfra calc ID --solve TARGET --where ...`` does; returns an ``engine.numeric.calc_solve.CalcSolution``
+        (``.interval``, ``.value``, ``.binding``, ``.answers[i].closed_form``, ``.to_json()``, the CLI's JSON)."""
+        from engine.domain import presets
+        from engine.numeric import calc_solve, compiled
+
+        _text(target, "target")
+        wheres = [where] if isinstance(where, str) else list(where) if isinstance(where, list | tuple) else None
+        if not wheres or not all(isinstance(w, str) for w in wheres):
+            raise InputError("where", f"expected 'OUTPUT >= V' or a list of such strings, got {where!r}")
+        model, device = _optional_text(model, "model"), _optional_text(device, "device")
+        found = presets.precision_values(_text(precision, "precision"))
+        if model or device:
+            found.update(presets.load(self.root, model, device, precision, self.id))
+        return calc_solve.solve(self.calc, compiled.memoised(self.root), inputs, found, target.strip(), wheres, numeric=bool(numeric))
+
     def sweep(self, name: str, low: float, high: float, points: int = 32, log: bool = False, model=None, device=None, precision="bf16", **inputs):
         from engine.numeric.calculators import sweep
 

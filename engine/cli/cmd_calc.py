@@ -25,7 +25,7 @@ def list_(args) -> int:
 
 FAST_FLAGS = {"--set": "sets", "--model": "model", "--device": "device", "--precision": "precision", "--format": "format", "--root": "root",
               "--system": "system", "--grid": "grid", "--weights": "weights", "--kv-cache": "kv_cache", "--sweep": "sweep", "--points": "points",
-              "--plot": "plot"}
+              "--plot": "plot", "--solve": "solve", "--where": "where"}
 
 
 def fast_args(argv: list[str]):
@@ -42,8 +42,9 @@ def fast_args(argv: list[str]):
     if len(argv) < 2 or argv[0] != "calc" or argv[1].startswith("-") or argv[1] == "list":
         return None
     args = SimpleNamespace(verb="calc", action=argv[1], sets=[], model=None, device=None, system=None, grid=None, precision="bf16", format="text",
-                           weights=None, kv_cache=None, root=None, explain=False, sweep=None, points=32, log=False, plot=None)
-    pairs = scan_options(argv[2:], FAST_FLAGS, ("--explain", "--log"))
+                           weights=None, kv_cache=None, root=None, explain=False, sweep=None, points=32, log=False, plot=None, solve=None,
+                           where=[], numeric=False)
+    pairs = scan_options(argv[2:], FAST_FLAGS, ("--explain", "--log", "--numeric"))
     if pairs is None or any(name is None for name, _ in pairs):
         return None
     for name, value in pairs:
@@ -51,6 +52,10 @@ def fast_args(argv: list[str]):
             args.explain = True
         elif name == "--log":
             args.log = True
+        elif name == "--numeric":
+            args.numeric = True
+        elif name == "--where":
+            args.where.append(value)
         elif name == "--points":
             try:
                 args.points = int(value)
@@ -99,6 +104,8 @@ def run(args) -> int:
 
         presets.update(systems.preset_values(root, args.system, args.grid))
     formats = _storage_presets(args, root, sets, presets)
+    if getattr(args, "solve", None) is not None or getattr(args, "where", None):
+        return _solve(args, calc, root, sets, presets, formats)
     sweep_spec = getattr(args, "sweep", None)
     plot = getattr(args, "plot", None)
     if plot is not None and not sweep_spec:
@@ -125,6 +132,26 @@ def run(args) -> int:
     result = _run(calc, root, sets, presets)
     _formats_used(result, formats)
     emit(render(result, args.format, explain=getattr(args, "explain", False)))
+    return 0
+
+
+def _solve(args, calc, root, sets: dict, presets: dict, formats: dict) -> int:
+    """``calc ID --solve INPUT --where 'OUTPUT >= V' ...``: engine.numeric.calc_solve, rendered."""
+    from engine.cli.solve_render import render_solution
+    from engine.numeric import calc_solve
+
+    if args.solve is None:
+        raise InputError("--where", "states a condition for --solve; give --solve INPUT as well")
+    for flag, given in (("--sweep", args.sweep), ("--plot", getattr(args, "plot", None)), ("--explain", args.explain or None)):
+        if given:
+            raise InputError(flag, "does not go with --solve")
+    if args.format == "csv":
+        raise InputError("--format", "--solve prints text, md or json (csv is for runs and sweeps)")
+    sol = calc_solve.solve(calc, compiled.load(root), sets, presets, args.solve.strip(), list(args.where), numeric=getattr(args, "numeric", False))
+    for symbol, flag in formats.items():
+        if symbol not in sol.inputs:
+            raise InputError(flag, f"{sol.calculator} does not use {symbol} on the chain solved here")
+    emit(render_solution(sol, args.format))
     return 0
 
 

@@ -332,6 +332,11 @@ def _calculators(verbs, Parser, raw, root: str | None, argv: list[str]) -> None:
         p.add_argument("--sweep", metavar="NAME=LO..HI", help="evaluate every output over NAME from LO to HI (vectorised; CSV on stdout, JSON with --format json, a table with --format md)")
         p.add_argument("--points", type=int, default=32, metavar="N", help="points of the sweep, 2 to 100,000 (default 32; integer inputs are rounded and deduplicated)")
         p.add_argument("--log", action="store_true", help="space the sweep's points logarithmically")
+        p.add_argument("--solve", metavar="INPUT", help="solve this numeric input for the --where conditions through the whole chain: closed form, "
+                                                          "the interval of inputs, the binding condition, the number (a numeric bracket where SymPy has no closed form)")
+        p.add_argument("--where", action="append", default=[], metavar="'OUTPUT >= V'", help="a condition on an output for --solve: "
+                                                                                              "OUTPUT >= V, OUTPUT <= V or OUTPUT = V, V with a unit (repeatable)")
+        p.add_argument("--numeric", action="store_true", help="with --solve: bracket numerically on the compiled chain even where SymPy has a closed form")
         p.add_argument("--plot", metavar="FILE.svg", help="with --sweep: also draw the curves to FILE (svg, png or pdf; needs matplotlib; replaces only a regular file: a symbolic link, FIFO or device is refused)")
         _shared(p, False)
     words = _words(argv)[0]

@@ -32,17 +32,9 @@ def run(calc: Calculator, module, given: dict[str, object], presets: dict[str, t
     broken = graph.unproduced_error(calc)
     if broken is not None:  # refused like any broken record, before any symbol is looked up
         raise broken
-    fids, allowed = graph.reach(calc)
-    for name in given:
-        if name not in allowed:
-            raise InputError(f"--set {name}", f"is not an input of {calc.id} (its inputs: {', '.join(calc.inputs)})")
     currency = _currency(given)
     user = list(given)
-    sources = {n: "user" for n in given}
-    given = dict(given)
-    for name, (value, source) in (presets or {}).items():
-        if name in allowed and name not in given and not _fed_by(graph, name, user):
-            given[name], sources[name] = value, source
+    given, sources = with_presets(calc, graph, given, presets)
     try:
         plan, wanted, skipped, optional, upstream = _planned(calc, graph, given, sources)
     except _Missing as first:
@@ -126,6 +118,22 @@ def run(calc: Calculator, module, given: dict[str, object], presets: dict[str, t
     return result
 
 
+
+
+def with_presets(calc: Calculator, graph: Graph, given: dict, presets: dict | None) -> tuple[dict, dict]:
+    """(every value the plan may read, its source): the user's, checked to be inputs the calculator can
+    reach, and the presets the chain can reach that the user did not give."""
+    _, allowed = graph.reach(calc)
+    for name in given:
+        if name not in allowed:
+            raise InputError(f"--set {name}", f"is not an input of {calc.id} (its inputs: {', '.join(calc.inputs)})")
+    user = list(given)
+    sources = {n: "user" for n in given}
+    given = dict(given)
+    for name, (value, source) in (presets or {}).items():
+        if name in allowed and name not in given and not _fed_by(graph, name, user):
+            given[name], sources[name] = value, source
+    return given, sources
 
 
 def _planned(calc: Calculator, graph: Graph, given: dict, sources: dict, placeholders=()):
