@@ -171,7 +171,7 @@ def whole_numbers(pieces: list[Piece], check=None) -> list[Piece]:
                 if not math.isinf(b) and a <= b and not check(b):
                     b -= 1
         if a <= b:
-            out.append((float(a), float(b), True, True))
+            out.append((float(a), float(b), not math.isinf(a), not math.isinf(b)))
     return out
 
 
