@@ -137,3 +137,25 @@ def test_pieces_intersect():
     a = [(0.0, 5.0, True, True)]
     assert calc_bracket.intersect(a, [(3.0, math.inf, False, False)]) == [(3.0, 5.0, False, True)]
     assert calc_bracket.intersect(a, [(6.0, 7.0, True, True)]) == []
+
+
+def test_smallest_tp_at_which_llama_3_1_70b_fits_on_h200_with_fp8_kv():
+    # Llama-3.1-70B config.json: hidden 8,192, 80 layers, 64 heads of 128, 8 K/V heads, FFN 28,672, vocabulary 128,256, untied
+    layer = 8192 * 8192 + 2 * 8192 * 1024 + 8192 * 8192 + 3 * 8192 * 28672 + 2 * 8192
+    params = 2 * 128256 * 8192 + 80 * layer + 8192
+    assert params == 70_553_706_496
+    # H200: the driver reports 143,071.875 MiB (CUDA deviceQuery); vLLM's 0.9 cap; the calculator's 5 GiB engine overhead;
+    # BF16 weights (2 B) split over TP; FP8 K/V: 2 x 80 x 8 x 128 x 1 B per token, split over min(TP, 8 K/V heads); 8,192-token requests
+    total = 143071.875 * 2**20
+
+    def requests(tp: int) -> int:
+        budget = total * 0.9 - params * 2 / tp - 5 * GIB
+        per_request = 2 * 80 * 8 * 128 * 1 / min(tp, 8) * 8192
+        return max(0, math.floor(budget / per_request))
+
+    assert requests(1) == 0  # 135.0e9 - 141.1e9 - 5.4e9 < 0: the weights alone do not fit
+    assert requests(2) == 88  # (135.0e9 - 70.6e9 - 5.4e9) / (81,920 B x 8,192) = 88.0
+    sol = api.calculator("kv-concurrency").solve("tp_size", "max_concurrent_requests >= 1", model="llama-3.1-70b", device="h200",
+                                                 kv_bytes=1, context_tokens=8192)
+    assert sol.value == 2 and sol.binding == {"low": "max_concurrent_requests >= 1"}
+    assert sol.at_answer["max_concurrent_requests"] == requests(2)
