@@ -103,6 +103,9 @@ def run(args) -> int:
         from engine.domain import systems
 
         presets.update(systems.preset_values(root, args.system, args.grid))
+    from engine.cli import calc_defaults  # mfu/mbu by one rule, sp_degree with TP as plan (issue 28)
+
+    presets.update(calc_defaults.presets(root, calc.id, getattr(args, "device", None), args.precision, sets, presets))
     formats = _storage_presets(args, root, sets, presets)
     if getattr(args, "solve", None) is not None or getattr(args, "where", None):
         return _solve(args, calc, root, sets, presets, formats)
@@ -352,6 +355,10 @@ def render(result, fmt: str, explain: bool = False) -> str:
         return table(rows, [(k, k) for k in ("kind", "name", "value", "unit", "low", "high", "note")], "csv")
     md = fmt == "md"
     lines = [f"## {result.calculator} · {result.title}" if md else f"{result.calculator} · {result.title}", ""]
+    from engine.cli.calc_defaults import verdict
+
+    if verdict(result):  # a result that does not fit says so first
+        lines[1:1] = [verdict(result), ""]
     rows = [dict(name=n, value=value_range(v), unit=v.unit, source=v.source) for n, v in result.inputs.items()]
     lines += [table(rows, [("name", "input"), ("value", "value"), ("unit", "unit"), ("source", "source")], "md" if md else "text"), ""]
     rows = [dict(name=n, value=value_range(v), unit=v.unit, friendly=friendly(v.value, v.unit), method=v.method) for n, v in result.outputs.items()]

@@ -63,7 +63,8 @@ def add_parsers(verbs, Parser, shared) -> None:
     p.add_argument("--max-vp", type=_int, metavar="V", help="most model chunks per pipeline stage tried (interleaved 1F1B: 1, 2, 4, 8; default 4)")
     p.add_argument("--max-micro-batch", type=_int, default=16, metavar="M", help="largest micro-batch tried, in sequences (default 16)")
     p.add_argument("--scaleout-bandwidth", type=_float, metavar="GB/s", help="scale-out bandwidth per GPU in GB/s (default 50, the Llama 3 cluster's 400 Gb/s)")
-    p.add_argument("--compute-efficiency", type=_float, metavar="F", help="share of the dense peak the kernels reach (default 0.6, an assumption)")
+    p.add_argument("--compute-efficiency", type=_float, metavar="F", help="share of the dense peak the kernels reach (default: the training "
+                   "calibration's e_train for the device's generation and precision, knowledge/calibration/fitted.json)")
     p.add_argument("--no-flash", action="store_true", help="attention scores stored (unfused), not FlashAttention")
     p.add_argument("--precision", default="bf16", metavar="P", help="the matrix products' precision: the device's dense peak used (bf16, fp8, "
                                                                  "nvfp4, ...; default bf16); refused where the device states none")
@@ -102,8 +103,10 @@ def add_parsers(verbs, Parser, shared) -> None:
     s.add_argument("--weights", metavar="FORMAT", help="storage format of the weights (bf16 default, fp8, int4_group, nvfp4, mxfp4, ...: "
                                                      "scales included, FX650); at most as wide as --precision (FX651)")
     s.add_argument("--kv-cache", metavar="FORMAT", help="storage format of the K/V cache (bf16 default, fp8, ...)")
-    s.add_argument("--mfu", type=_float, metavar="F", help="prefill and decode-compute MFU (default: the device's measured MFU)")
-    s.add_argument("--mbu", type=_float, default=1.0, metavar="F", help="share of peak HBM bandwidth decode reads reach (default 1)")
+    s.add_argument("--mfu", type=_float, metavar="F", help="prefill and decode-compute MFU (default: the serving calibration's e_prefill "
+                   "for the device's generation, knowledge/calibration/fitted.json; 1 = the peak)")
+    s.add_argument("--mbu", type=_float, metavar="F", help="share of peak HBM bandwidth decode reads reach (default: the serving "
+                   "calibration's e_hbm for the device's generation; 1 = the datasheet bandwidth)")
     s.add_argument("--allreduce-latency", metavar="T", help="FX50 latency per ring step of a TP all-reduce, e.g. 5us (default: FX50's 20us)")
     s.add_argument("--kv-link-bandwidth", type=_float, metavar="GB/s", help="split: KV transfer bandwidth per request in GB/s (default 50)")
     s.add_argument("--waterline", type=_float, metavar="F", help="FX87 capacity waterline (default: the record's 0.7)")
@@ -174,6 +177,12 @@ def run(args) -> int:
         options["scaleout_bandwidth"] = args.scaleout_bandwidth * 1e9
     if args.compute_efficiency is not None:
         options["compute_efficiency"] = args.compute_efficiency
+    else:  # one rule (engine.cli.efficiency): the calibrated e_train for the device's generation and precision
+        from engine.cli.efficiency import calibrated
+
+        e = calibrated(root_of(args), "train", "e_train", args.device, options["precision"])
+        if e is not None:
+            options["compute_efficiency"], options["efficiency_note"] = e.value, e.note("--compute-efficiency", args.device)
     extra = {"address": args.scheduler} if args.scheduler and args.executor == "dask" else {}
     pins = {axis: getattr(args, dest) for axis, dest in PINS.items() if getattr(args, dest, None) is not None}
     result = plan(root_of(args), args.model, args.device, args.gpus, top=args.top, executor=args.executor, tile=args.tile,
@@ -374,18 +383,20 @@ def serve(args) -> int:
     pin = _serve_pin(args)
     speculative = _speculative(args.speculative)
     mfu, mfu_note = _serve_mfu(args)
+    mbu, mbu_note = _serve_efficiency(args, "mbu", args.mbu)
     try:
         r = plan_serve(root_of(args), args.model, args.device, executor=args.executor, workers=args.workers, tile_size=args.tile, keep_rows=False,
                        prompt=args.prompt, output=args.output, ttft=_seconds(args.ttft, "--ttft"), tpot=_seconds(args.tpot, "--tpot"), demand=args.demand,
-                       qps=args.qps, nvlink_domain=args.nvlink_domain, max_batch=args.max_batch, max_ep=args.max_ep, mfu=mfu, mbu=args.mbu,
+                       qps=args.qps, nvlink_domain=args.nvlink_domain, max_batch=args.max_batch, max_ep=args.max_ep, mfu=mfu, mbu=1.0 if mbu is None else mbu,
                        allreduce_latency=latency, kv_link_bandwidth=link, waterline=args.waterline, split=not args.no_split, prune=args.prune,
                        weights=args.weights, kv_cache=args.kv_cache, precision=args.precision, pin=pin, speculative=speculative)
     except InputError as exc:
         raise _speculative_flag(exc) from None
     calibrated = _serve_calibrated(args, pin) if r.pinned else None
     simulated = _serve_simulated(args, pin) if args.simulate else None
-    if mfu_note:
-        r = _with_note(r, mfu_note)
+    for note in (mbu_note, mfu_note):
+        if note:
+            r = _with_note(r, note)
     if args.svg:
         _svg(r.front, args.svg)
     after = r.pruned_tree - r.pruned_early
@@ -422,31 +433,19 @@ def serve(args) -> int:
 
 
 def _serve_mfu(args) -> tuple[float | None, str | None]:
-    """--mfu, else the device's measured MFU (plan serve reads it), else the serving calibration's prefill efficiency for the device's
-    generation (knowledge/calibration/fitted.json), said in the notes; None where neither exists (plan serve then asks for --mfu)."""
-    if args.mfu is not None:
-        return args.mfu, None
-    from engine.cli.common import root_of
-    from engine.core.errors import InputError
-    from engine.domain import presets
-    from engine.measure import predict
-    from engine.measure.generations import generation
+    """--mfu, else the serving calibration's prefill efficiency for the device's generation (engine.cli.efficiency: one
+    rule for every command), said in the notes; None without a calibration (plan serve then asks for --mfu)."""
+    return _serve_efficiency(args, "mfu", args.mfu)
 
-    root = root_of(args)
-    try:
-        device = presets.load(root, None, args.device, str(args.precision).strip().lower())
-    except InputError:
-        return None, None  # plan serve names the refused field itself
-    if "mfu" in device:
-        return None, None
-    cal = (predict.calibration(root) or {}).get("serve")
-    if not cal:
-        return None, None
-    by = cal["parameters"]["e_prefill"]
-    gen = generation(args.device)
-    value = by.get(gen, by["shared"])
-    return value, (f"MFU {value:.3f}: {args.device} records no measured MFU at {args.precision}, so the serving calibration's prefill efficiency "
-                   f"for {gen if gen in by else 'all generations (shared)'} is used (knowledge/calibration/fitted.json)")
+
+def _serve_efficiency(args, symbol: str, given) -> tuple[float | None, str | None]:
+    if given is not None:
+        return given, None
+    from engine.cli.common import root_of
+    from engine.cli.efficiency import SERVE, calibrated
+
+    e = calibrated(root_of(args), "serve", SERVE[symbol], args.device, args.precision)
+    return (None, None) if e is None else (e.value, e.note(f"--{symbol}", args.device))
 
 
 def _with_note(r, note: str):

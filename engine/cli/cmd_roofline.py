@@ -252,16 +252,37 @@ def _intensity(x: float) -> str:
 # ---------------------------------------------------------------------------- forward ledger
 
 
-def _storage(args, root, selection) -> tuple[float, float]:
-    """Bytes per weight and per cached K/V element from --weights / --kv-cache (default BF16, 2 B each);
+def _storage(args, root, selection, record: dict | None = None) -> tuple[float, float]:
+    """Bytes per weight and per cached K/V element from --weights / --kv-cache (default: the format the official
+    checkpoint ships where it is one plain format, FP8 for DeepSeek-V3 and Kimi K2, else BF16; K/V BF16);
     the compute peak (--precision) may not be narrower than the weights (FX651)."""
     from engine.domain import storage
 
-    weights = storage.resolve(getattr(args, "weights", None) or "bf16", "--weights", root)
+    shipped = ((record or {}).get("storage") or {}).get("format")
+    default = shipped if shipped in storage.PLAIN_BITS else "bf16"
+    weights = storage.resolve(getattr(args, "weights", None) or default, "--weights", root)
     if getattr(args, "weights", None):
         storage.check_compute(weights, args.precision)
     kv = storage.resolve(args.kv_cache, "--kv-cache", root).bytes if getattr(args, "kv_cache", None) else 2.0
     return weights.bytes, kv
+
+
+def _check_fit(args, device, record: dict, weight_bytes: float) -> None:
+    """Refuse a model whose weights do not fit one GPU of the TP group (issue 28): the record's stored weights (or
+    parameters x --weights) / --tp against the usable memory every serving command budgets (FX72's vLLM rule)."""
+    from engine.cli.cmd_state import serving_memory
+    from engine.domain.state import weight_storage
+
+    params = record["parameters"]["total"]
+    total, source = (params * weight_bytes, f"{params} parameters x {weight_bytes:g} B (--weights)") if getattr(args, "weights", None) \
+        else weight_storage(record)
+    tp = _tp(args)
+    usable, rule = serving_memory(device)
+    if total / tp > usable:
+        hint = "give --tp N to split them" if tp == 1 else "give a larger --tp"
+        raise InputError("--model", f"{args.model}'s weights do not fit {device.short_id}: {total / tp / 2**30:.2f} GiB per GPU "
+                                    f"({source}{f', / TP {tp}' if tp > 1 else ''}) > {usable / 2**30:.2f} GiB usable ({rule}); "
+                                    f"{hint} or store them narrower (--weights)")
 
 
 def _model_mode(args, root, device, selection, module) -> str:
@@ -271,7 +292,8 @@ def _model_mode(args, root, device, selection, module) -> str:
 
     catalog = ledger.load_root(root)
     record = catalog.model(args.model)
-    weights, kv = _storage(args, root, selection)
+    weights, kv = _storage(args, root, selection, record)
+    _check_fit(args, device, record, weights)
     result = ledger.forward_record(record, catalog.templates, args.tokens, batch=args.batch, history=args.history, formulas=module,
                                    weight_bytes=weights, kv_bytes=kv)
     tp = _tp(args)

@@ -93,14 +93,30 @@ def run(args) -> int:
         else:
             given = None if args.weight_bytes is None else _number(args.weight_bytes, "--weight-bytes")
             weights, source = state.weight_storage(record, given)
-        fit = state.fit_requests(result, record["parameters"]["total"], dev.memory_bytes, dev.short_id, stored_bytes=weights, source=source,
-                                 tp=tp, request_bytes_per_gpu=state.per_gpu_bytes(record, result, tp, root))
+        usable, rule = serving_memory(dev)
+        fit = state.fit_requests(result, record["parameters"]["total"], usable, dev.short_id, stored_bytes=weights, source=source,
+                                 tp=tp, request_bytes_per_gpu=state.per_gpu_bytes(record, result, tp, root), memory_rule=rule)
     elif tp != 1:
         raise InputError("--tp", "needs --device: the split applies to the requests that fit beside the weights")
     elif getattr(args, "weights", None) or args.weight_bytes is not None:
         raise InputError("--weights" if getattr(args, "weights", None) else "--weight-bytes", "needs --device: the weights are sized against a device's memory")
     emit(_render(result, fit, getattr(args, "format", "text") or "text"))
     return 0
+
+
+def serving_memory(dev) -> tuple[float, str]:
+    """(bytes, how) one GPU of ``dev`` gives weights and requests under the convention of every serving command
+    (calc kv-concurrency's defaults, plan serve): FX72's vLLM rule, the runtime's total x gpu_memory_utilization 0.9
+    less the engine's 5 GiB overhead (engine.plan.engine_memory), the total measured or derived (engine.domain.usable_memory)."""
+    from engine.core.errors import InputError
+    from engine.plan.engine_memory import OVERHEAD, kv_budget
+
+    total = dev.driver_total
+    if total is None:
+        raise InputError("--device", f"{dev.short_id} records no usable memory total and none can be derived")
+    usable, _ = kv_budget("vllm", total.bytes, 0.0)
+    return usable, (f"FX72, vLLM's rule: 0.9 x {total.label} {_gib(total.bytes)} - {OVERHEAD / 2**30:g} GiB engine overhead, "
+                    "as calc kv-concurrency and plan serve budget")
 
 
 def _read_config(path: str) -> dict:
@@ -164,12 +180,13 @@ def _render(result, fit, fmt: str) -> str:
     lines = [f"## {head}" if fmt == "md" else head, "", table(rows, _COLUMNS, "md" if fmt == "md" else "text")]
     if fit:
         if fit.tp > 1:
-            lines += ["", f"TP {fit.tp}: per {fit.device}, {_gib(fit.memory_bytes)} - weights {_gib(fit.weight_bytes)} (1/{fit.tp}) = "
+            lines += ["", f"TP {fit.tp}: per {fit.device}, {_gib(fit.memory_bytes)} usable - weights {_gib(fit.weight_bytes)} (1/{fit.tp}) = "
                           f"{_gib(fit.free_bytes)} free; each request holds {fit.request_bytes_per_gpu:.0f} B on every GPU "
                           f"(K/V heads sharded per FX73, MLA latent replicated, recurrent heads split): "
                           f"{fit.requests} request{'' if fit.requests == 1 else 's'} per replica of {fit.tp} GPUs",
                       f"weights: {fit.weight_source}"]
         else:
-            lines += ["", f"{fit.device}: {_gib(fit.memory_bytes)} - weights {_gib(fit.weight_bytes)} = {_gib(fit.free_bytes)} free; "
+            lines += ["", f"{fit.device}: {_gib(fit.memory_bytes)} usable - weights {_gib(fit.weight_bytes)} = {_gib(fit.free_bytes)} free; "
                           f"{fit.requests} request{'' if fit.requests == 1 else 's'} of {result.total} B fit", f"weights: {fit.weight_source}"]
+        lines.append(f"usable: {fit.memory_rule}")
     return "\n".join(lines).rstrip("\n")

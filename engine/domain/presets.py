@@ -23,6 +23,11 @@ def _model_source(record: dict) -> str:
 # comes from the attention layers alone and each request adds a fixed state, FX71 variant hybrid)
 # and DeepSeek Sparse Attention (an indexer key per token beside the latent, FX71 sparse_indexed).
 HYBRID_CALCULATORS = frozenset({"calc:kv-concurrency"})
+# Calculators that size a served model's weights: bytes_param is the official checkpoint's (its storage block: FP8
+# for DeepSeek-V3 and Kimi K2, MXFP4 experts for gpt-oss), scales included; training keeps 16-bit working weights.
+SERVING_CALCULATORS = frozenset({"calc:kv-concurrency", "calc:inference-capacity", "calc:serving-fleet", "calc:speculative-decoding"})
+# Calculators whose chain never reads peak_flops: a device that states no peak at --precision still fills their values.
+PEAKLESS_CALCULATORS = frozenset({"calc:kv-concurrency", "calc:training-memory", "calc:checkpoint-window", "calc:collective", "calc:power-tco"})
 
 
 def model_values(record: dict, root, calculator: str | None = None) -> dict[str, tuple[object, str]]:
@@ -80,6 +85,12 @@ def model_values(record: dict, root, calculator: str | None = None) -> dict[str,
     counts = models.parameter_count(record, root)
     put("params", counts["total"], "parameter count from the architecture (FX17 + listed extras)")
     put("params_active", counts["active"], "active parameters per token (FX18 + listed extras)")
+    stored = record.get("storage")
+    if stored and calculator in SERVING_CALCULATORS:  # params x bytes_param = the checkpoint's bytes (F6)
+        from engine.domain.state import checkpoint_text
+
+        put("bytes_param", stored["weight_bytes"] / counts["total"], f"{stored['weight_bytes']} B / {counts['total']} parameters: "
+                                                                     + checkpoint_text(record))
     return out
 
 
@@ -165,7 +176,7 @@ def cached(root, model: str | None, device: str | None, precision: str = "bf16",
     import os
     import time
 
-    calculator = calculator if calculator in HYBRID_CALCULATORS else None  # the only calculators whose table differs
+    calculator = calculator if calculator in HYBRID_CALCULATORS | SERVING_CALCULATORS | PEAKLESS_CALCULATORS else None  # tables that differ
     path = os.path.abspath(os.fspath(root))
     memo = (path, model or "", device or "", precision, calculator or "")
     hit = _MEMO.get(memo)
@@ -204,7 +215,7 @@ def _own() -> list[str]:
     here = os.path.dirname(os.path.abspath(__file__))
     models = sorted(n for n in os.listdir(here) if n.startswith("model") and n.endswith(".py"))
     families = sorted(n for n in os.listdir(os.path.join(here, "families")) if n.endswith(".py"))
-    return ["engine/domain/presets.py", "engine/domain/hardware.py", "engine/domain/usable_memory.py"] + \
+    return ["engine/domain/presets.py", "engine/domain/hardware.py", "engine/domain/usable_memory.py", "engine/domain/state.py"] + \
         [f"engine/domain/{n}" for n in models] + [f"engine/domain/families/{n}" for n in families]
 
 
@@ -259,7 +270,7 @@ def build(root, model: str | None, device: str | None, precision: str = "bf16", 
 
         dev = hardware.find(load_single_folder(root, "hardware"), device, "--device")
         values = device_values(dev, precision)
-        if "peak_flops" not in values:
+        if "peak_flops" not in values and calculator not in PEAKLESS_CALCULATORS:  # a calculator that never reads it runs
             known = sorted({p.precision for p in dev.peaks if not p.sparse})
             raise InputError("--precision", f"{dev.short_id} states no dense {precision} peak (it has: {', '.join(known)})")
         out.update(values)

@@ -44,6 +44,7 @@ class Fit:
     weight_source: str = ""   # where weight_bytes comes from: the record's storage block or --weight-bytes
     tp: int = 1               # GPUs of one tensor-parallel replica; memory, weights and free bytes are per GPU
     request_bytes_per_gpu: float = 0  # one request's bytes on each of them (all of it when tp = 1)
+    memory_rule: str = ""     # how memory_bytes was taken from the device (the serving engine's FX72 rule)
 
 
 DEFAULT_WEIGHT_BYTES = 2  # BF16
@@ -63,14 +64,21 @@ def weight_storage(record: dict, weight_bytes: float | None = None) -> tuple[flo
         return parameters * weight_bytes, f"{parameters} parameters x {weight_bytes:g} B (--weight-bytes)"
     storage = record.get("storage")
     if storage:
-        kind = f"{storage['quantised_format']} for {storage['quantised_parameters']} parameters, " \
-               f"{storage['unquantised_bytes']:g} B for the rest" if storage.get("quantised_format") else "as stored"
-        return storage["weight_bytes"], f"the record's stored weights ({kind})"
-    return parameters * DEFAULT_WEIGHT_BYTES, f"{parameters} parameters x {DEFAULT_WEIGHT_BYTES} B (the default, BF16; the record has no storage block)"
+        return storage["weight_bytes"], checkpoint_text(record)
+    return parameters * DEFAULT_WEIGHT_BYTES, f"{parameters} parameters x {DEFAULT_WEIGHT_BYTES} B (the checkpoint's BF16; the record has no storage block)"
+
+
+def checkpoint_text(record: dict) -> str:
+    """Where a record's stored weight bytes come from, for a note: its official checkpoint's format."""
+    storage = record["storage"]
+    kind = f"{storage['quantised_format']} for {storage['quantised_parameters']} parameters, {storage['unquantised_bytes']:g} B for the rest" \
+        if storage.get("quantised_format") else f"{storage['weight_bytes']} B, {storage['weight_bytes'] / record['parameters']['total']:.4g} B per parameter"
+    return f"the record's stored weights, {storage['format']} as the official checkpoint ships them ({kind}; --weights to change)"
 
 
 def fit_requests(state: RequestState, parameters: int, memory_bytes: float, device: str, weight_bytes: float = 2, *,
-                 stored_bytes: float | None = None, source: str = "", tp: int = 1, request_bytes_per_gpu: float | None = None) -> Fit:
+                 stored_bytes: float | None = None, source: str = "", tp: int = 1, request_bytes_per_gpu: float | None = None,
+                 memory_rule: str = "") -> Fit:
     """Whole requests whose state fits in ``memory_bytes`` less the weights.
 
     The weights are ``stored_bytes`` when given (``weight_storage``), else parameters x weight_bytes. With ``tp`` > 1
@@ -89,9 +97,9 @@ def fit_requests(state: RequestState, parameters: int, memory_bytes: float, devi
     free = memory_bytes - weights
     if free <= 0:
         hint = "" if tp > 1 else "; give --tp N to split them over a tensor-parallel replica"
-        raise InputError("--device", f"{device} holds {memory_bytes:.4g} B, less than the {weights:.4g} B of weights "
+        raise InputError("--device", f"{device} holds {memory_bytes:.4g} B{f' ({memory_rule})' if memory_rule else ''}, less than the {weights:.4g} B of weights "
                                      f"({source}{f', / {tp} GPUs' if tp > 1 else ''}): no room for any request{hint}")
-    return Fit(device, memory_bytes, weights, free, int(free // per_request), source, tp, per_request)
+    return Fit(device, memory_bytes, weights, free, int(free // per_request), source, tp, per_request, memory_rule)
 
 
 def per_gpu_bytes(record: dict, state: RequestState, tp: int, root=None) -> float:

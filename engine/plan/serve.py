@@ -89,6 +89,7 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
         raise InputError("--model", exc.message) from None
     stored = {} if weights else _stored_weights(record, root)
     weights_label = stored.pop("weights", w_fmt.name)
+    bytes_param = stored.pop("bytes_param", w_fmt.bytes)
     if kv_cache is not None:
         kv_bytes = storage.resolve(kv_cache, "--kv-cache", root).bytes
     storage.check_compute(w_fmt, precision)
@@ -138,6 +139,11 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
     elif not 0 < waterline <= 1:
         raise InputError("--waterline", f"{waterline!r} is not in (0, 1]")
     kv_link = SCALEOUT_BANDWIDTH if kv_link_bandwidth is None else _need_positive(kv_link_bandwidth, "--kv-link-bandwidth")
+    from engine.plan.engine_memory import kv_budget
+
+    if "gpu_memory_total" not in dv:
+        raise InputError("--device", f"{device} records no usable memory total and none can be derived")
+    usable, _ = kv_budget("vllm", float(dv["gpu_memory_total"]), 0.0)  # one capacity convention: calc kv-concurrency's and state's
     heads, kvh = int(mv["heads"]), int(mv.get("kv_heads") or mv["heads"])
     params, active = float(mv["params"]), float(mv["params_active"])
     top_k, expert_params = 0, 0.0
@@ -148,11 +154,11 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
     base = dict(root=str(root), prompt=prompt, output=output, ttft=float(ttft), tpot=float(tpot), layers=layers, hidden=int(mv["hidden"]),
                 heads=heads, kv_heads=kvh, attention=mv["attention"], params=params, params_active=active,
                 expert_params=expert_params, top_k=top_k, kv_bytes=float(kv_bytes), hbm=float(dv["hbm_capacity"]), hbm_bw=float(dv["hbm_bandwidth"]),
-                peak=float(dv["peak_flops"]), nvlink_bw=float(dv["nominal_bandwidth"]), scaleout_bw=SCALEOUT_BANDWIDTH, nvlink_domain=nvlink_domain,
+                usable_memory=float(usable), peak=float(dv["peak_flops"]), nvlink_bw=float(dv["nominal_bandwidth"]), scaleout_bw=SCALEOUT_BANDWIDTH, nvlink_domain=nvlink_domain,
                 mfu=float(mfu), mbu=float(mbu), allreduce_latency=float(allreduce_latency), kv_link_bw=float(kv_link),
                 demand=float(demand) if demand else 0.0, waterline=waterline, tp_prefill=0,
                 modes=MODES if split and output >= 2 else MODES[:1], tp=tp, ep=_divisors(experts, max_ep) if experts else (1,),
-                batch=tuple(range(1, max_batch + 1)), prune=prune, **shape, **stored, bytes_param=w_fmt.bytes, precision=precision, weights=weights_label,
+                batch=tuple(range(1, max_batch + 1)), prune=prune, **shape, **stored, bytes_param=bytes_param, precision=precision, weights=weights_label,
                 kv_cache=kv_cache.strip().lower() if kv_cache else ("bf16" if kv_bytes == 2 else "as given"))
     if speculative is not None:  # parse's fields; an MTP module is sized from the model (FX965, FX964)
         from engine.plan import speculative as spec
@@ -196,12 +202,17 @@ def _pinned_axes(base: dict, pin: dict, experts: int, model: str) -> dict:
 
 def _stored_weights(record: dict, root) -> dict:
     """A record whose checkpoint stores the routed experts in a block-scaled format (its storage block, FX652):
-    their bytes per value (FX650) and the stored total; {} for a plain checkpoint (then --weights, default BF16)."""
+    their bytes per value (FX650) and the stored total; a checkpoint stored otherwise (FP8 with block scales): its
+    bytes per parameter, scales included; {} for a BF16 checkpoint (then --weights, default BF16)."""
     from engine.domain import storage
 
     block = record.get("storage") or {}
-    if not block.get("quantised_format"):
+    if not block:
         return {}
+    if not block.get("quantised_format"):  # FP8 with block scales (DeepSeek-V3, Kimi K2): the checkpoint's bytes per parameter
+        from engine.domain.state import checkpoint_text
+
+        return {"bytes_param": block["weight_bytes"] / record["parameters"]["total"], "weights": checkpoint_text(record)}
     fmt = storage.resolve(block["quantised_format"], "--model", root)
     return {"bytes_param_expert": fmt.bytes, "stored_weight_bytes": float(block["weight_bytes"]), "weights": f"as stored in the checkpoint, {fmt.name} experts"}
 
@@ -315,6 +326,9 @@ def notes(s: ServeSpace) -> tuple[str, ...]:
     out = [f"precision: weights {s.weights} ({stored}), K/V cache {s.kv_cache} ({s.kv_bytes:g} B per element, F8), "
            f"matrix products at the device's dense {s.precision} peak {s.peak / 1e12:g} TFLOP/s (FX651: three separate choices)",
            f"MFU {s.mfu:g} for prefill and decode compute (FX74, FX131); MBU {s.mbu:g} for the decode HBM reads (FX132; 1 = datasheet bandwidth)",
+           f"memory per GPU: weights + K/V of the batch within {s.usable_memory / 2**30:.2f} GiB usable (FX72, vLLM's rule: 0.9 x the runtime's "
+           "total less 5 GiB engine overhead; the convention of calc kv-concurrency and state)" if s.usable_memory else
+           "memory per GPU: weights + K/V of the batch within F7's usable share of the nominal capacity",
            "TTFT is one request's prefill alone (no queueing); co-located TPOT carries the steady chunked-prefill share of each step "
            "(batch x prompt / output tokens of FX74 per step)",
            f"decode step FX75 roofline at the mean context prompt + output/2; TP all-reduces FX702-FX704 (2 L per pass) as FX50 rings over NVLink "

@@ -9,7 +9,7 @@ Per point, decode instance of g = TP x EP GPUs (compiled formulas, NumPy twins, 
   weights per GPU  F6 (bytes per weight of --weights) of the dense part / TP + F6 of the routed experts / (TP x EP)
   KV per token     F8 over TP (an MLA latent whole on every rank, FX73); sliding-window layers hold at most the window (FX70);
                    each of the EP attention groups holds batch / EP sequences (EP divides the batch)
-  memory           weights + batch/EP x FX70 K/V of a request at prompt + output tokens, per GPU <= F7 usable
+  memory           weights + batch/EP x FX70 K/V of a request at prompt + output tokens, per GPU <= usable (FX72's vLLM rule: 0.9 x the runtime's total - 5 GiB, as calc kv-concurrency and state)
   decode step      FX75 roofline = max(FX131 compute at MFU, FX132 HBM reads at MBU), context prompt + output/2
                    + TP all-reduces FX704 = FX703 (2 L) x FX50 ring all-reduce of FX702's message (FX1 wire bytes)
                      over the device's NVLink bandwidth x F20's efficiency
@@ -116,6 +116,7 @@ class ServeSpace:
     index_topk: int = 0
     recurrent_kind: str = ""  # gated_deltanet | kda | mamba2, for the notes
     state_element_bytes: float = 0.0  # bytes per recurrent-state element (4 where the config keeps it in float32), for the notes
+    usable_memory: float = 0.0  # per GPU for weights and K/V: FX72's vLLM rule, 0.9 x the runtime's total - 5 GiB (0: F7 of hbm)
     spec: Speculation | None = None  # --speculative: draft length, acceptance, E (FX80) and draft cost; None = plain decoding
 
     @property
@@ -173,7 +174,7 @@ def constants(s: ServeSpace, f: _Formulas | None = None) -> dict:
 
     # a decode step reads, per sequence, the K/V it attends (DSA: the top-k latents) and every indexer key
     read = kv * attended(ctx) + s.index_bytes_per_token * ctx if s.index_topk else cache(ctx)
-    out = dict(kv_token=kv, ctx=ctx, usable=f("F7", hbm_capacity=s.hbm), kv_request=request(s.prompt + s.output), kv_prompt=request(s.prompt),
+    out = dict(kv_token=kv, ctx=ctx, usable=s.usable_memory or f("F7", hbm_capacity=s.hbm), kv_request=request(s.prompt + s.output), kv_prompt=request(s.prompt),
                kv_token_mean=read / ctx,  # bytes per context token at the mean context, what a decode step reads per token
                flops_prefill=flops(s.prompt, s.attn_dim_prefill), flops_decode=flops(ctx, s.attn_dim_decode),
                w_dense=f("F6", "same", params=s.params - s.expert_params, bytes_param=s.bytes_param))

@@ -62,6 +62,7 @@ class Space:
     zero: tuple[int, ...] = ZERO
     recompute: tuple[str, ...] = RECOMPUTE
     precision: str = "bf16"  # the matrix path of peak (--precision)
+    efficiency_note: str = ""  # where efficiency came from when the caller took it from the calibration (engine.cli.efficiency)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -134,7 +135,7 @@ def _preset(presets, root, model, device, precision: str, field: str, calculator
 def build(root, model: str, device: str, gpus: int, *, global_batch: int | None = None, seq: int = 4096,
           nvlink_domain: int = 8, micro_batches: int = 16, scaleout_bandwidth: float = SCALEOUT_BANDWIDTH,
           compute_efficiency: float = COMPUTE_EFFICIENCY, flash: bool = True, precision: str = "bf16",
-          max_cp: int | None = None, max_vp: int = MAX_VP) -> Space:
+          max_cp: int | None = None, max_vp: int = MAX_VP, efficiency_note: str = "") -> Space:
     """The space for a model and device from knowledge/ (InputError naming the field when refused)."""
     from engine.domain import presets
 
@@ -184,5 +185,5 @@ def build(root, model: str, device: str, gpus: int, *, global_batch: int | None 
         tp=tuple(range(1, min(heads, gpus) + 1)), cp=_cp_sizes(seq, min(max_cp, gpus)), pp=tuple(range(1, min(layers, gpus) + 1)),
         vp=tuple(v for v in (1, 2, 4, 8) if v <= max_vp),
         ep=tuple(range(1, min(experts, gpus) + 1)) if experts else (1,),
-        mb=tuple(range(1, min(micro_batches, global_batch) + 1)), precision=precision,
+        mb=tuple(range(1, min(micro_batches, global_batch) + 1)), precision=precision, efficiency_note=efficiency_note,
     )

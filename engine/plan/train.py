@@ -98,7 +98,7 @@ def plan(root, model: str, device: str, gpus: int, *, top: int = 5, executor: st
     notes = (f"matrix products at the device's dense {space.precision} peak {space.peak / 1e12:g} TFLOP/s (--precision); weights, gradients and "
              "Adam states in mixed precision whatever the compute precision (F4: 2 + 2 + 12 B per parameter)",
              f"scale-out bandwidth {space.scaleout_bw / 1e9:g} GB/s per GPU" + (f" ({SCALEOUT_SOURCE})" if space.scaleout_bw == 50e9 else " (given)"),
-             f"compute efficiency {space.efficiency:g}" + (f" ({COMPUTE_EFFICIENCY_NOTE})" if space.efficiency == 0.6 else " (given)"),
+             space.efficiency_note or (f"compute efficiency {space.efficiency:g}" + (f" ({COMPUTE_EFFICIENCY_NOTE})" if space.efficiency == 0.6 else " (given)")),
              "sequence parallelism on with TP (sp_degree = tp_size); FlashAttention " + ("on (FX103 variant 1)" if space.flash else "off (FX103 variant 0)"),
              f"1F1B pipeline, non-interleaved (V 1) or interleaved with V up to {max(space.vp)} chunks per stage (F13, FX104, F18 x V; micro-batches "
              "a multiple of PP); tensor-, context- and data-parallel communication not overlapped (FX113 default overlap 0)",

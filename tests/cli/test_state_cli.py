@@ -24,22 +24,25 @@ def test_text(capsys):
 
 def test_json_with_device(capsys):
     # gemma-3-27b-it at 32768 tokens: 3120562176 B per request (FX70's worked example);
-    # h100-sxm 80e9 B - the record's parameter total x 2 B; json carries the layer kinds and the fit
+    # h100-sxm under FX72's vLLM rule, 0.9 x 79.18 GiB (driver_total) - 5 GiB = 71,148,280,741.89 B, less the record's
+    # parameter total x 2 B; json carries the layer kinds and the fit
     code, out, _ = run(["state", "--model", "gemma-3-27b-it", "--context", "32768", "--device", "h100-sxm", "--format", "json"], capsys)
     assert code == 0
     data = json.loads(out)
     assert data["bytes_per_request"] == 3120562176
     kinds = {k["kind"]: k["bytes_per_request"] for k in data["layer_kinds"]}
     assert kinds == {"full_attention": 2684354560, "sliding_attention": 436207616}
-    assert data["device"]["memory_bytes"] == 80e9
-    assert data["device"]["requests"] == int((80e9 - data["device"]["weight_bytes"]) // 3120562176)
+    assert data["device"]["memory_bytes"] == pytest.approx(0.9 * 79.18 * 2**30 - 5 * 2**30)
+    assert data["device"]["requests"] == int((data["device"]["memory_bytes"] - data["device"]["weight_bytes"]) // 3120562176)
+    assert data["device"]["memory_rule"].startswith("FX72, vLLM's rule: 0.9 x driver-reported 79.180 GiB - 5 GiB")
 
 
 def test_fit_count_by_hand(capsys):
-    # Qwen3-8B on h100-sxm at 1000 tokens: (80e9 - 8190735360 x 2) / 147456000 = 431.4 -> 431
+    # Qwen3-8B on h100-sxm at 1000 tokens: (0.9 x 79.18 GiB - 5 GiB = 71,148,280,741.89 - 8190735360 x 2) / 147456000
+    # = 371.4 -> 371 (before issue 28: the nominal 80e9 B with no engine share, 431)
     code, out, _ = run(["state", "--model", "qwen3-8b", "--context", "1000", "--device", "h100-sxm"], capsys)
     assert code == 0
-    assert "431 requests" in out
+    assert "371 requests" in out
 
 
 def test_md(capsys):
@@ -92,25 +95,27 @@ def test_hybrid_config(tmp_path, capsys):
 def test_tensor_parallel_replica_by_hand(capsys):
     """--tp N: each GPU holds 1/N of the weights and its share of every request.
     Nemotron-H-8B at 8192 tokens (FX801's worked example: K/V 134,217,728 B in 4 attention layers of 8 KV heads,
-    state 51,806,208 B in 24 Mamba-2 layers of 128 heads and 8 groups) on L4s (24 GB, datasheet) at TP 2:
+    state 51,806,208 B in 24 Mamba-2 layers of 128 heads and 8 groups) on L4s at TP 2:
     per GPU K/V 134,217,728 / 2 (FX73: 8 KV heads over 2 ranks) + state 51,806,208 / 2 = 93,011,968 B;
-    free 24e9 - 8,100,852,736 x 2 / 2 = 15,899,147,264 B; 15,899,147,264 // 93,011,968 = 170 requests per replica."""
+    usable per GPU (FX72's vLLM rule) 0.9 x 22478.3125 MiB (deviceQuery, the record's driver_total: 23,570,219,008 B)
+    - 5 GiB = 15,844,487,987.2 B; free 15,844,487,987.2 - 8,100,852,736 x 2 / 2 = 7,743,635,251.2 B;
+    // 93,011,968 = 83 requests per replica."""
     code, out, _ = run(["state", "--model", "nemotron-h-8b", "--context", "8192", "--device", "l4", "--tp", "2", "--format", "json"], capsys)
     assert code == 0
     fit = json.loads(out)["device"]
     assert (fit["tp"], fit["request_bytes_per_gpu"], fit["weight_bytes"]) == (2, 93_011_968, 8_100_852_736)
-    assert fit["requests"] == 170
+    assert fit["requests"] == 83
 
 
 def test_tensor_parallel_keeps_the_mla_latent_whole(capsys):
     """Kimi Linear at 131072 tokens, TP 2 on H100 SXM (80 GB): the latent (7 layers x 576 x 2 B = 8064 B per token,
     x 131072 = 1,056,964,608 B) is on both GPUs; the 20 KDA states (1,122,304 B each) split: 11,223,040 B per GPU;
-    (80e9 - 49,122,681,728) // 1,068,187,648 = 28 requests."""
+    (0.9 x 79.18 GiB - 5 GiB = 71,148,280,741.89 B usable, FX72's vLLM rule - 49,122,681,728) // 1,068,187,648 = 20 requests."""
     code, out, _ = run(["state", "--model", "kimi-linear-48b-a3b", "--context", "131072", "--device", "h100-sxm", "--tp", "2",
                         "--format", "json"], capsys)
     assert code == 0
     fit = json.loads(out)["device"]
-    assert fit["request_bytes_per_gpu"] == 1_056_964_608 + 11_223_040 and fit["requests"] == 28
+    assert fit["request_bytes_per_gpu"] == 1_056_964_608 + 11_223_040 and fit["requests"] == 20
 
 
 def test_weights_past_one_device_point_to_tp(capsys):
