@@ -55,7 +55,7 @@ def region(fn, domain: str, relation: str, bound: float) -> tuple[list[Piece], l
     xs = solve_numeric.samples(domain)
     gs = [_value(fn, x, bound) for x in xs]
     if relation == "=":
-        return _roots(fn, xs, gs, bound)
+        return _equal(fn, domain, xs, gs, bound)
     states = [holds(None if g is None else g + bound, relation, bound) for g in gs]
     edges, brackets = [], []
     for i in range(len(xs) - 1):
@@ -112,6 +112,17 @@ def _pieces(domain: str, first: bool, edges: list[tuple[float, bool]]) -> list[P
     if state:
         out.append((start, hi, start_in, hi_in))
     return out
+
+
+def _equal(fn, domain: str, xs, gs, bound: float) -> tuple[list[Piece], list[tuple[float, float]], list[str]]:
+    """Where fn = V: the plateaus a step function holds at V (>= and <= both hold over an interval), and the
+    crossings of a continuous one (brentq between samples of opposite sign)."""
+    above, b1, _ = region(fn, domain, ">=", bound)
+    below, b2, _ = region(fn, domain, "<=", bound)
+    plateaus = [p for p in intersect(above, below) if p[0] < p[1]]
+    points, brackets, notes = _roots(fn, xs, gs, bound)
+    points = [p for p in points if not any(lo <= p[0] <= hi for lo, hi, _, _ in plateaus)]
+    return sorted(plateaus + points), sorted(set(b1 + b2)) if plateaus else brackets, notes
 
 
 def _roots(fn, xs, gs, bound: float) -> tuple[list[Piece], list[tuple[float, float]], list[str]]:

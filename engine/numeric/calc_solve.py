@@ -425,44 +425,61 @@ def _peel(e, rel: str, b) -> list[tuple] | None:
 
 def _exact_region(expr, x, relation: str, bound: float, domain_set) -> list[Piece] | None:
     """The inputs where ``expr relation bound`` holds, as SymPy solves it (None when it cannot)."""
-    work = [(expr, relation, _exact(bound))]
-    region = domain_set
+    region = _conjunction([(expr, relation, _exact(bound))], x, domain_set)
+    return None if region is None else _pieces(region)
+
+
+def _conjunction(work: list, x, region):
+    """The set where every (expression, relation, bound) of ``work`` holds, within ``region``; None when SymPy cannot say."""
+    work = list(work)
     while work:
         e, rel, b = work.pop()
         if x not in e.free_symbols:
             if not bool(_OPS[rel](e, b)):
-                return []
+                return sp.S.EmptySet
             continue
         if e.func in _FLOOR_CEIL:
             peeled = _peel(e, rel, b)
             if peeled is None:
-                return []
+                return sp.S.EmptySet
             work += peeled
             continue
         steps = [a for a in e.atoms(*_FLOOR_CEIL) if x in a.free_symbols]
         if steps:
-            outer = [a for a in steps if not any(a != o and a in o.atoms(*_FLOOR_CEIL) for o in steps)]
-            if len(outer) != 1:
-                return None
-            u = sp.Dummy("u", real=True)
-            reduced = e.xreplace({outer[0]: u})
-            if x in reduced.free_symbols:
-                return None
-            s = sp.solveset(_OPS[rel](reduced, b), u, sp.S.Reals)
-            if s is sp.S.EmptySet:
-                return []
-            if not isinstance(s, sp.Interval):
-                return None
-            if s.start != -sp.oo:
-                work.append((outer[0], ">" if s.left_open else ">=", s.start))
-            if s.end != sp.oo:
-                work.append((outer[0], "<" if s.right_open else "<=", s.end))
-            continue
-        s = sp.solveset(_OPS[rel](e, b), x, domain_set)
+            return _through_step(e, rel, b, steps, work, x, region)
+        s = sp.solveset(_OPS[rel](e, b), x, region)
         if isinstance(s, sp.ConditionSet) or s.has(sp.ImageSet) or isinstance(s, sp.Complement | sp.Intersection):
             return None
-        region = sp.Intersection(region, s)
-    return _pieces(region)
+        region = s
+    return region
+
+
+def _through_step(e, rel: str, b, steps: list, work: list, x, region):
+    """``e rel b`` where the input appears only inside one floor/ceiling A: solved for A as a number u, then
+    each interval of u becomes conditions on A itself (peeled in turn); the union over the intervals."""
+    outer = [a for a in steps if not any(a != o and a in o.atoms(*_FLOOR_CEIL) for o in steps)]
+    if len(outer) != 1:
+        return None
+    u = sp.Dummy("u", real=True)
+    reduced = e.xreplace({outer[0]: u})
+    if x in reduced.free_symbols:
+        return None
+    s = sp.solveset(_OPS[rel](reduced, b), u, sp.S.Reals)
+    parts = list(s.args) if isinstance(s, sp.Union) else [] if s is sp.S.EmptySet else [s]
+    found = sp.S.EmptySet
+    for part in parts:
+        if not isinstance(part, sp.Interval):
+            return None
+        more = list(work)
+        if part.start != -sp.oo:
+            more.append((outer[0], ">" if part.left_open else ">=", part.start))
+        if part.end != sp.oo:
+            more.append((outer[0], "<" if part.right_open else "<=", part.end))
+        got = _conjunction(more, x, region)
+        if got is None:
+            return None
+        found = sp.Union(found, got)
+    return found
 
 
 def _pieces(region) -> list[Piece] | None:

@@ -159,3 +159,15 @@ def test_smallest_tp_at_which_llama_3_1_70b_fits_on_h200_with_fp8_kv():
                                                  kv_bytes=1, context_tokens=8192)
     assert sol.value == 2 and sol.binding == {"low": "max_concurrent_requests >= 1"}
     assert sol.at_answer["max_concurrent_requests"] == requests(2)
+
+
+def test_an_equality_on_a_whole_number_output_is_an_interval():
+    # the Qwen3-8B run above: 393,256.4 K/V tokens; exactly 32 requests when 32 <= 393,256.4 / (16 b) < 33 for b = ceil(c / 16)
+    # blocks: b <= 768.08 and b > 744.77, so b = 745..768 and c in (744 x 16, 768 x 16] = (11,904, 12,288]
+    max_kv_tokens = (79.18 * GIB * 0.9 - 8_190_735_360 * 2 - 2 * GIB) / 147456
+    low, high = math.floor(max_kv_tokens / (33 * 16)), math.floor(max_kv_tokens / (32 * 16))
+    assert (low, high) == (744, 768)
+    sol = api.calculator("kv-concurrency").solve("context_tokens", "max_concurrent_requests = 32", model="qwen3-8b", device="h100-sxm",
+                                                 kv_bytes=2, gpu_memory_utilization=0.9, engine_overhead_bytes="2GiB")
+    assert sol.pieces == [(16.0 * low, 16.0 * high, False, True)]
+    assert sol.answers[0].method == "interval"
