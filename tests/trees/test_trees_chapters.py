@@ -61,6 +61,39 @@ CASES = [
                               instance_memory_need="14GB", instance_bandwidth_need="300GB/s", **H100), "do-not-split"),
     ("gpu-partitioning", dict(workload_kind="inference_or_dev", whole_card_utilisation=0.2, needs_fault_isolation="yes", partitions=7,
                               instance_memory_need="5GB", instance_bandwidth_need="300GB/s", **H100), "mig"),
+    # ---- tree:utilisation-governance (ch11 §11.7 of the file @2132134b)
+    # §11.3/§11.7 walk-through: allocation 85% against SM activity 62%: 0.23 > 0.15, left branch, concentrated in two groups
+    ("utilisation-governance", dict(review_stage="classify", allocation_rate=0.85, sm_activity=0.62, gap_concentration="few_tenants"), "idle-reclaim"),
+    ("utilisation-governance", dict(review_stage="classify", allocation_rate=0.85, sm_activity=0.62, gap_concentration="widespread"), "scheduling-mechanism"),
+    # §11.7 walk-through: the MFU-19% job with data_time at 22%: 0.22 > 0.15 (hand-picked allocation 0.8 vs activity 0.7: 0.10 <= 0.15)
+    ("utilisation-governance", dict(review_stage="classify", allocation_rate=0.8, sm_activity=0.7, data_wait_share=0.22), "data-wait"),
+    ("utilisation-governance", dict(review_stage="classify", allocation_rate=0.8, sm_activity=0.7, data_wait_share=0.03, comm_vs_theory="far_above"), "comm-config"),
+    ("utilisation-governance", dict(review_stage="classify", allocation_rate=0.8, sm_activity=0.7, data_wait_share=0.03, comm_vs_theory="near"), "code-inefficiency"),
+    # hand-picked: 512 cards for a quarter (90 d × 24 h = 2160 h): 1105920 GPU-h at 2 USD; engineering 30000 USD (2 × = 60000).
+    # ΔU 0.02: 0.02 × 2 × 1105920 = 44236.8 < 60000, stop; ΔU 0.05: 110592 >= 60000, next round
+    ("utilisation-governance", dict(review_stage="after_round", utilisation_gain=0.02, gpu_hour_cost=2, affected_gpu_hours=1105920,
+                                    engineering_cost=30000), "stop-optimising"),
+    ("utilisation-governance", dict(review_stage="after_round", utilisation_gain=0.05, gpu_hour_cost=2, affected_gpu_hours=1105920,
+                                    engineering_cost=30000), "next-round"),
+    # ---- tree:agent-sandbox (ch28 §28.7)
+    ("agent-sandbox", dict(managed_allowed="yes"), "managed-service"),
+    ("agent-sandbox", dict(managed_allowed="no", code_trust="untrusted", pure_language_deps="yes_high_frequency_short"), "wasm"),
+    ("agent-sandbox", dict(managed_allowed="no", code_trust="untrusted", pure_language_deps="no_full_ecosystem", virtualisation_ok="yes"), "microvm-pool"),
+    ("agent-sandbox", dict(managed_allowed="no", code_trust="untrusted", pure_language_deps="no_full_ecosystem", virtualisation_ok="no"), "hardened-container"),
+    # §28.4.2: λ = 10/s, container T_cold 2 s, headroom 2: 40 instances × 500 MB = 20 GB; a 32 GB budget holds it, 16 GB does not
+    ("agent-sandbox", dict(managed_allowed="no", code_trust="internal_semi_trusted", container_review="passes", sandbox_arrival_rate=10,
+                           sandbox_cold_start="2s", pool_headroom=2, sandbox_memory_floor="500MB", pool_memory_budget="32GB"), "container-warm-pool"),
+    ("agent-sandbox", dict(managed_allowed="no", code_trust="internal_semi_trusted", container_review="passes", sandbox_arrival_rate=10,
+                           sandbox_cold_start="2s", pool_headroom=2, sandbox_memory_floor="500MB", pool_memory_budget="16GB"), "microvm-pool"),
+    ("agent-sandbox", dict(managed_allowed="no", code_trust="internal_semi_trusted", container_review="fails"), "microvm-pool"),
+    # ---- tree:model-gateway (ch27 §27.7)
+    ("model-gateway", dict(upstream_count=1, tenant_cost_control="no"), "thin-gateway"),
+    ("model-gateway", dict(upstream_count=1, tenant_cost_control="yes"), "metering"),
+    ("model-gateway", dict(upstream_count=3, outage_stops_product="no"), "metering"),
+    # §27.5: two full-time engineers is the floor; one is below it
+    ("model-gateway", dict(upstream_count=5, outage_stops_product="yes", semantic_cache_fit="yes", gateway_owners=2), "selfbuilt-cache"),
+    ("model-gateway", dict(upstream_count=5, outage_stops_product="yes", semantic_cache_fit="no", gateway_owners=2), "selfbuilt-routing"),
+    ("model-gateway", dict(upstream_count=5, outage_stops_product="yes", semantic_cache_fit="no", gateway_owners=1), "adopt-whole"),
 ]
 
 MINE = sorted({c[0] for c in CASES})
