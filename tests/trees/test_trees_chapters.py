@@ -94,6 +94,40 @@ CASES = [
     ("model-gateway", dict(upstream_count=5, outage_stops_product="yes", semantic_cache_fit="yes", gateway_owners=2), "selfbuilt-cache"),
     ("model-gateway", dict(upstream_count=5, outage_stops_product="yes", semantic_cache_fit="no", gateway_owners=2), "selfbuilt-routing"),
     ("model-gateway", dict(upstream_count=5, outage_stops_product="yes", semantic_cache_fit="no", gateway_owners=1), "adopt-whole"),
+    # ---- tree:runbook-gpu-xid-ecc (runbook 03, rb-03-gpu-xid-ecc.md@66915518); counts hand-picked on each side of 0 and 1
+    ("runbook-gpu-xid-ecc", dict(containment="not_done", uncorrected_ecc_errors=1), "cordon-restart"),
+    ("runbook-gpu-xid-ecc", dict(containment="not_done", uncorrected_ecc_errors=0, job_crashed="yes"), "cordon-restart"),
+    ("runbook-gpu-xid-ecc", dict(containment="not_done", uncorrected_ecc_errors=0, job_crashed="no"), "cordon-run-to-checkpoint"),
+    ("runbook-gpu-xid-ecc", dict(containment="done", error_cards=3), "batch-event"),
+    ("runbook-gpu-xid-ecc", dict(containment="done", error_cards=1, uncorrected_ecc_errors=2), "isolate-now"),
+    ("runbook-gpu-xid-ecc", dict(containment="done", error_cards=1, uncorrected_ecc_errors=0, xid_kind="hardware_fatal"), "isolate-now"),
+    ("runbook-gpu-xid-ecc", dict(containment="done", error_cards=1, uncorrected_ecc_errors=0, xid_kind="software"), "software-recoverable"),
+    ("runbook-gpu-xid-ecc", dict(containment="done", error_cards=1, uncorrected_ecc_errors=0, xid_kind="corrected_ecc_only",
+                                 ecc_trend="accelerating"), "planned-isolation"),
+    # branch B's 7 days: a repeat after 3 days (<= 7 d) escalates to C, after 30 days stays on the watch list
+    ("runbook-gpu-xid-ecc", dict(containment="done", error_cards=1, uncorrected_ecc_errors=0, xid_kind="corrected_ecc_only",
+                                 ecc_trend="gentle", days_since_last_trigger="3d"), "planned-isolation"),
+    ("runbook-gpu-xid-ecc", dict(containment="done", error_cards=1, uncorrected_ecc_errors=0, xid_kind="corrected_ecc_only",
+                                 ecc_trend="gentle", days_since_last_trigger="30d"), "watch-list"),
+    # ---- tree:runbook-queue-explosion (runbook 07, rb-07-inference-queue-explosion.md@66915518)
+    # the symptom's 50%: 0.3 s of a 4 s TTFT (7.5%, the normal single digits) is not an explosion; 3 s of 4 s (75%) is
+    ("runbook-queue-explosion", dict(queue_time="0.3s", ttft="4s"), "not-queueing"),
+    ("runbook-queue-explosion", dict(queue_time="3s", ttft="4s", containment="not_done"), "contain"),
+    ("runbook-queue-explosion", dict(queue_time="3s", ttft="4s", containment="done", queue_scope="one_instance"), "one-instance"),
+    ("runbook-queue-explosion", dict(queue_time="3s", ttft="4s", containment="done", queue_scope="many_models"), "platform-incident"),
+    ("runbook-queue-explosion", dict(queue_time="3s", ttft="4s", containment="done", queue_scope="one_model", ingress_vs_baseline="clearly_up",
+                                     surge_source="single_tenant"), "tenant-limit"),
+    ("runbook-queue-explosion", dict(queue_time="3s", ttft="4s", containment="done", queue_scope="one_model", ingress_vs_baseline="clearly_up",
+                                     surge_source="broad"), "scale-and-limit"),
+    # hand-picked: 6 healthy of 8 planned instances is a collapse; 8 of 8 is not
+    ("runbook-queue-explosion", dict(queue_time="3s", ttft="4s", containment="done", queue_scope="one_model", ingress_vs_baseline="flat",
+                                     healthy_instances=6, planned_instances=8), "capacity-collapse"),
+    ("runbook-queue-explosion", dict(queue_time="3s", ttft="4s", containment="done", queue_scope="one_model", ingress_vs_baseline="flat",
+                                     healthy_instances=8, planned_instances=8, long_prompt_signals="yes", long_prompt_source="single_source"), "limit-source"),
+    ("runbook-queue-explosion", dict(queue_time="3s", ttft="4s", containment="done", queue_scope="one_model", ingress_vs_baseline="flat",
+                                     healthy_instances=8, planned_instances=8, long_prompt_signals="yes", long_prompt_source="spread"), "chunked-prefill"),
+    ("runbook-queue-explosion", dict(queue_time="3s", ttft="4s", containment="done", queue_scope="one_model", ingress_vs_baseline="flat",
+                                     healthy_instances=8, planned_instances=8, long_prompt_signals="no"), "admission-mismatch"),
 ]
 
 MINE = sorted({c[0] for c in CASES})
