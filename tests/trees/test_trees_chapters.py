@@ -128,6 +128,23 @@ CASES = [
                                      healthy_instances=8, planned_instances=8, long_prompt_signals="yes", long_prompt_source="spread"), "chunked-prefill"),
     ("runbook-queue-explosion", dict(queue_time="3s", ttft="4s", containment="done", queue_scope="one_model", ingress_vs_baseline="flat",
                                      healthy_instances=8, planned_instances=8, long_prompt_signals="no"), "admission-mismatch"),
+    # ---- tree:runbook-kv-thrash (runbook 08, rb-08-kv-cache-thrashing.md@66915518)
+    ("runbook-kv-thrash", dict(preemption_rate=0), "no-thrash"),
+    ("runbook-kv-thrash", dict(preemption_rate=0.5, containment="not_done"), "contain"),
+    ("runbook-kv-thrash", dict(preemption_rate=0.5, containment="done", running_vs_baseline="clearly_up", concurrency_cause="traffic_growth"), "scale-recompute"),
+    ("runbook-kv-thrash", dict(preemption_rate=0.5, containment="done", running_vs_baseline="clearly_up", concurrency_cause="config_change"), "rollback-admission"),
+    # Qwen3-8B: F8 = 2 × 36 × 8 × 128 × 2 = 147456 B per token (its config.json). A 32768-token request holds
+    # 147456 × 32768 = 4831838208 B > 10% of a 40 GB pool (4e9 B); an 8192-token one holds 1207959552 B <= 4e9
+    ("runbook-kv-thrash", dict(preemption_rate=0.5, containment="done", running_vs_baseline="flat", top_request_kv_bytes=147456 * 32768,
+                               kv_pool_total="40GB", long_request_legitimate="yes"), "isolate-long-context"),
+    ("runbook-kv-thrash", dict(preemption_rate=0.5, containment="done", running_vs_baseline="flat", top_request_kv_bytes=147456 * 32768,
+                               kv_pool_total="40GB", long_request_legitimate="no"), "cap-context"),
+    ("runbook-kv-thrash", dict(preemption_rate=0.5, containment="done", running_vs_baseline="flat", top_request_kv_bytes=147456 * 8192,
+                               kv_pool_total="40GB", prefix_squeeze="yes", squeeze_source="routing_scatter"), "fix-routing"),
+    ("runbook-kv-thrash", dict(preemption_rate=0.5, containment="done", running_vs_baseline="flat", top_request_kv_bytes=147456 * 8192,
+                               kv_pool_total="40GB", prefix_squeeze="yes", squeeze_source="new_common_prefix"), "pin-prefix"),
+    ("runbook-kv-thrash", dict(preemption_rate=0.5, containment="done", running_vs_baseline="flat", top_request_kv_bytes=147456 * 8192,
+                               kv_pool_total="40GB", prefix_squeeze="no"), "ledger-changed"),
 ]
 
 MINE = sorted({c[0] for c in CASES})
