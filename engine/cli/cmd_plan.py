@@ -134,6 +134,8 @@ def add_parsers(verbs, Parser, shared) -> None:
                    "engines' max_num_batched_tokens / chunked_prefill_size)")
     m.add_argument("--admission", choices=("reserve", "on-demand"), help="K/V admission: reserve a request's whole length (SGLang, TensorRT-LLM) "
                    "or on-demand with preemption (vLLM); default by --engine, else reserve")
+    m.add_argument("--schedule", choices=("mixed", "prefill-first"), help="step schedule: mixed prompt chunks and decodes in a step (vLLM V1, "
+                   "TensorRT-LLM) or prompts in steps of their own while decodes wait (SGLang, vLLM V0); default by --engine, else mixed")
     m.add_argument("--percentile", type=_float, default=90.0, metavar="P", help="--simulate: the percentile --ttft and --tpot are checked at "
                    "(50, 90 or 99; default 90)")
     shared(p, False)
@@ -529,7 +531,7 @@ def _serve_simulated(args, pin: dict) -> dict:
     out = predict.simulate_serve(root_of(args), args.model, args.device, tp=pin["tp"], ep=pin.get("ep", 1), replicas=dp, prompt=args.prompt,
                                  output=args.output, requests=args.requests, concurrency=conc, qps=args.qps, arrival=args.arrival, cv=args.cv,
                                  lengths=args.lengths, range_ratio=args.range_ratio, sigma=args.sigma, trace=trace, seed=args.seed,
-                                 token_budget=args.token_budget, admission=args.admission, weights=args.weights, kv_cache=args.kv_cache,
+                                 token_budget=args.token_budget, admission=args.admission, schedule=args.schedule, weights=args.weights, kv_cache=args.kv_cache,
                                  precision=args.precision, engine=args.engine)
     if out.get("available"):
         q = f"p{args.percentile:g}"
@@ -555,7 +557,8 @@ def _simulated_text(sim: dict, args) -> str:
     q = f"P{tg.get('percentile', 90):g}"
     verdict = (f"targets at {q}: TTFT {'ok' if tg['meets_ttft'] else 'MISSED'}, TPOT {'ok' if tg['meets_tpot'] else 'MISSED'}" if tg else "")
     lines = [f"simulated ({sim['requests_per_instance']:,} requests per instance x {sim['replicas']}, {load}, {args.lengths} lengths, "
-             f"{sim['admission']} K/V admission of {sim['capacity_tokens']:,.0f} tokens, {sim['token_budget']:,} tokens per step, seed {sim['seed']}):",
+             f"{sim['admission']} K/V admission of {sim['capacity_tokens']:,.0f} tokens, {sim['schedule']} steps of {sim['token_budget']:,} tokens, "
+             f"seed {sim['seed']}):",
              f"  TTFT {pct('ttft')}",
              f"  TPOT {pct('tpot')}",
              f"  E2E  {pct('e2e_latency', 1.0).replace(' ms', ' s')}",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine.core.record import dataclass
-from engine.measure import kernels, serve, train
+from engine.measure import kernels, replay, serve, train
 from engine.measure.generations import generation, precision_class
 
 PRIOR = 3.0
@@ -40,6 +40,7 @@ class Kind:
     times: object  # (terms arrays, params arrays) -> {metric: array}
     params: tuple[Param, ...]
     groupings: dict  # grouping name -> (Measurement -> group name)
+    replay: object = None  # a module with replayable(terms, metric, statistic) and value(terms, params, metric, statistic), or None
 
 
 def _fabric(m) -> str:
@@ -69,7 +70,7 @@ def _engine(m) -> str:
 KINDS = {
     "serve": Kind("serve", serve.terms, serve.times, (
         Param("e_prefill", 0.5, 0.05, 1.0, "gen"), Param("e_decode", 0.5, 0.05, 1.0, "gen"), Param("e_hbm", 0.8, 0.2, 1.0, "gen"),
-        Param("e_kv", 0.6, 0.1, 1.0, "gen"), Param("e_link", 0.7, 0.1, 1.0, None), Param("ar_latency", 5e-6, 1e-7, 1e-4, None), Param("overhead", 3e-3, 1e-5, 0.1, "engine")), {"gen": _gen, "engine": _engine}),
+        Param("e_kv", 0.6, 0.1, 1.0, "gen"), Param("e_link", 0.7, 0.1, 1.0, None), Param("ar_latency", 5e-6, 1e-7, 1e-4, None), Param("overhead", 3e-3, 1e-5, 0.1, "engine")), {"gen": _gen, "engine": _engine}, replay),
     "train": Kind("train", train.terms, train.times, (
         Param("e_train", 0.5, 0.05, 1.0, "gen"), Param("exposed", 0.5, 0.01, 1.0, None),
         Param("x_half", 64.0, 1.0, 1024.0, None), Param("kappa", 20.0, 1.0, 200.0, None)), {"gen": _gen_precision}),
@@ -108,23 +109,76 @@ def _layout(kind: Kind, groups: list[dict]) -> list[tuple[str, str]]:
 
 
 def values_for(kind: Kind, fitted: dict, groups) -> dict[str, np.ndarray]:
-    """Per-record parameter arrays from a fit ({param: {group or 'shared': value}})."""
+    """Per-record parameter arrays from a fit ({param: {group or 'shared': value}}). A group the fit has not seen takes
+    its nearest kin (an engine release series: the same engine's nearest fitted release), else the shared value."""
     out = {}
     for p in kind.params:
         by = fitted.get(p.name) or {"shared": p.start}  # a calibration older than the parameter: its documented start
-        out[p.name] = np.array([by.get(g[p.by], by["shared"]) if p.by else by["shared"] for g in groups])
+        out[p.name] = np.array([by.get(g[p.by], by[_kin(g[p.by], by)]) if p.by else by["shared"] for g in groups])
     return out
 
 
-def predict(tab: Table, fitted: dict, mask=None) -> np.ndarray:
+def _release(group: str):
+    """(engine, (major, minor)) of an engine release series such as 'vllm-0.11', else None."""
+    import re
+
+    m = re.fullmatch(r"(.+)-(\d+)\.(\d+)", group)
+    return (m.group(1), (int(m.group(2)), int(m.group(3)))) if m else None
+
+
+def _kin(group: str, fitted: dict) -> str:
+    """The fitted group standing in for an unseen one: an engine release takes the same engine's nearest fitted release
+    (a release inherits its predecessor's scheduler more than it resembles other engines), then the engine's unversioned
+    group; anything else the shared value."""
+    me = _release(str(group))
+    if me is None:
+        return "shared"
+    same = [(abs(v[0] - me[1][0]) * 1000 + abs(v[1] - me[1][1]), g) for g in fitted if (r := _release(g)) and r[0] == me[0] for v in (r[1],)]
+    if same:
+        return min(same)[1]
+    return me[0] if me[0] in fitted else "shared"
+
+
+def replayed(tab: Table) -> np.ndarray:
+    """Which rows the kind replays in its simulation (none for a kind without one)."""
+    rp = tab.kind.replay
+    if rp is None:
+        return np.zeros(len(tab.rows), dtype=bool)
+    return np.array([rp.replayable({k: v[i] for k, v in tab.terms.items()}, m.metric, m.statistic) for i, m in enumerate(tab.rows)], dtype=bool)
+
+
+def predict(tab: Table, fitted: dict, mask=None, replay: bool = True) -> np.ndarray:
+    """Each row's prediction under ``fitted``: the closed form, or for a row the kind replays (``replay``), the
+    simulation of its stated run."""
     idx = np.arange(len(tab.rows)) if mask is None else np.flatnonzero(mask)
     t = {k: v[idx] for k, v in tab.terms.items()}
     groups = [tab.groups[i] for i in idx]
-    out = tab.kind.times(t, values_for(tab.kind, fitted, groups))
-    return np.array([out[tab.rows[i].metric][j] for j, i in enumerate(idx)])
+    values = values_for(tab.kind, fitted, groups)
+    out = tab.kind.times(t, values)
+    pred = np.array([out[tab.rows[i].metric][j] for j, i in enumerate(idx)])
+    if replay and tab.kind.replay is not None:
+        rep = replayed(tab)
+        for j, i in enumerate(idx):
+            if rep[i]:
+                m = tab.rows[i]
+                pred[j] = tab.kind.replay.value({k: float(v[j]) for k, v in t.items()}, {k: float(v[j]) for k, v in values.items()}, m.metric, m.statistic)
+    return pred
 
 
-def fit(tab: Table, mask=None, start: dict | None = None, max_nfev: int = 200) -> dict:
+def refine(tab: Table, fitted: dict, rounds: int = 2) -> tuple[dict, np.ndarray]:
+    """Fit through the simulation: each replayed row's closed form is scaled by the ratio simulation / closed form at
+    the current fit, the fit is redone with those factors held, and again (``rounds`` times). Returns the fit and the
+    factors (1 for rows the kind does not replay), which held-out fits reuse for their training rows."""
+    factors = np.ones(len(tab.rows))
+    if tab.kind.replay is None or not replayed(tab).any():
+        return fitted, factors
+    for _ in range(rounds):
+        factors = predict(tab, fitted) / predict(tab, fitted, replay=False)
+        fitted = fit(tab, start=fitted, factors=factors)
+    return fitted, factors
+
+
+def fit(tab: Table, mask=None, start: dict | None = None, max_nfev: int = 200, factors=None) -> dict:
     """Least-squares fit on the rows of ``mask`` (all when None): {param: {'shared': v, group: v, ...}}."""
     from scipy.optimize import least_squares
 
@@ -142,6 +196,7 @@ def fit(tab: Table, mask=None, start: dict | None = None, max_nfev: int = 200) -
     rec_groups = [tab.groups[i] for i in idx]
     metrics = [tab.rows[i].metric for i in idx]
     measured = tab.measured[idx]
+    scale = np.ones(len(idx)) if factors is None else np.asarray(factors)[idx]  # refine's simulation / closed-form ratios
     shared_at = {n: i for i, (n, g) in enumerate(slots) if g == "shared"}
     prior_pairs = [(i, shared_at[n]) for i, (n, g) in enumerate(slots) if g != "shared"]
     pi, pj = np.array([i for i, _ in prior_pairs], dtype=int), np.array([j for _, j in prior_pairs], dtype=int)
@@ -163,6 +218,7 @@ def fit(tab: Table, mask=None, start: dict | None = None, max_nfev: int = 200) -
         pred = np.empty(len(idx))
         for mname, js in by_metric.items():
             pred[js] = out[mname][js]
+        pred *= scale
         r = np.log(np.maximum(pred, 1e-30) / measured)
         return np.concatenate([r, PRIOR * (x[pi] - x[pj])])
 
@@ -170,13 +226,14 @@ def fit(tab: Table, mask=None, start: dict | None = None, max_nfev: int = 200) -
     return unpack(sol.x)
 
 
-def held_out(tab: Table, start: dict | None = None, by: str = "table") -> np.ndarray:
+def held_out(tab: Table, start: dict | None = None, by: str = "table", factors=None) -> np.ndarray:
     """Each row predicted by the fit without its table (``by='table'``: every other file) or without its publisher
-    family (``by='family'``: every other page series), each fit started from ``start``."""
+    family (``by='family'``: every other page series), each fit started from ``start`` (with refine's ``factors``
+    on its training rows); the held-out rows are predicted as ``predict`` does (replayed where the kind replays)."""
     pred = np.empty(len(tab.rows))
     sources = np.array(tab.sources if by == "table" else tab.families)
     for src in sorted(set(sources.tolist())):
         out = sources == src
-        fitted = fit(tab, ~out, start, max_nfev=HELD_OUT_NFEV)
+        fitted = fit(tab, ~out, start, max_nfev=HELD_OUT_NFEV, factors=factors)
         pred[out] = predict(tab, fitted, out)
     return pred

@@ -92,7 +92,7 @@ def describe(p: dict, kind: str) -> str:
 def simulate_serve(root, model: str, device: str, *, tp: int, ep: int = 1, replicas: int = 1, prompt: int, output: int, requests: int = 1000,
                    concurrency: int | None = None, qps: float | None = None, arrival: str = "poisson", cv: float = 1.0, lengths: str = "fixed",
                    range_ratio: float = 1.0, sigma: float = 0.5, trace=None, seed: int = 0, token_budget: int | None = None,
-                   admission: str | None = None, weights: str | None = None, kv_cache: str | None = None, precision: str | None = None,
+                   admission: str | None = None, schedule: str | None = None, weights: str | None = None, kv_cache: str | None = None, precision: str | None = None,
                    engine: str | None = None) -> dict:
     """The serving simulation (engine.measure.simulate) of one of ``replicas`` instances, its share of the load, under the
     serving calibration: percentiles of TTFT, TPOT and E2E, throughput of the deployment, preemptions, K/V peak."""
@@ -124,12 +124,19 @@ def simulate_serve(root, model: str, device: str, *, tp: int, ep: int = 1, repli
     capacity = float(terms["fits"]) * (prompt + output)  # the K/V tokens of the requests the engine's memory rule admits
     policy = admission or S.ENGINE_ADMISSION.get((engine or "").lower(), "reserve")
     clients = None if arr is not None else max(1, concurrency // replicas)
-    r = S.simulate(step, pr, out, capacity=capacity, concurrency=clients, arrive=arr, token_budget=token_budget or S.TOKEN_BUDGET, admission=policy)
+    from engine.measure.serve import prefill_first
+
+    steps = schedule or ("prefill-first" if prefill_first(engine, None) else "mixed")
+    # the engine's own caps unless the command line gives a token budget (engine.plan.engine_memory.batch_limits)
+    budget = token_budget or int(terms.get("budget", S.TOKEN_BUDGET))
+    cap = int(terms["max_running"]) if terms.get("max_running", 10**9) < 10**9 else None
+    r = S.simulate(step, pr, out, capacity=capacity, concurrency=clients, arrive=arr, token_budget=budget, max_running=cap, admission=policy,
+                   schedule=steps)
     s = r.summary()
     for name in ("request_throughput", "output_throughput", "total_throughput"):
         s[name] = s[name] * replicas if s[name] is not None else None
     s["output_throughput_per_gpu"] = s["output_throughput"] / (tp * ep * replicas) if s["output_throughput"] else None
     gen = groups[0].get("gen", generation(row.device))
-    return {"available": True, "summary": s, "requests_per_instance": n, "replicas": replicas, "capacity_tokens": capacity, "admission": policy,
-            "token_budget": token_budget or S.TOKEN_BUDGET, "group": gen, "seed": seed, "loop": "closed" if clients else "open",
+    return {"available": True, "summary": s, "requests_per_instance": n, "replicas": replicas, "capacity_tokens": capacity, "admission": policy, "schedule": steps,
+            "token_budget": budget, "max_running": cap, "group": gen, "seed": seed, "loop": "closed" if clients else "open",
             "band": cal["serve"].get("held_out_within_30")}

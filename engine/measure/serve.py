@@ -62,6 +62,7 @@ def terms(root, m) -> dict:
     per_req = float(on_gpu(s, c0, "kv_request", tp))
     # the K/V pages the engine's own memory rule leaves (FX72 with the engine's defaults, issue 27 section 4)
     kv = _budget(str(root), m.device, m.engine, w_dense + w_expert, g)
+    limit = _limits(str(root), m.device, m.engine, m.engine_version)  # the scheduler's token budget and running cap
     fits = int(max(0.0, kv) // per_req) * ep if per_req > 0 else 10**9
     if fits < 1:
         raise Unmapped("the weights and one request's K/V do not fit this instance")
@@ -87,6 +88,8 @@ def terms(root, m) -> dict:
                 output=float(s.output), prompt=float(s.prompt), ctx=float(c0["ctx"]), w_dense=w_dense, w_expert=w_expert, experts=experts, top_k=float(s.top_k),
                 cd1=lin1, ca1=max(cd1 - lin1, 0.0), kv1=kv1, ar_n=ar_n, ar_steps=2.0 * (tp - 1), ar1=ar1, ep1=ep1, cp=float(c0["flops_prefill"] * s.prompt / g),
                 peak=s.peak, hbm=s.hbm_bw, link=s.nvlink_bw, ep_link=s.nvlink_bw if g <= s.nvlink_domain else s.scaleout_bw,
+                budget=float(limit[0]), max_running=float(limit[1] or 10**9),
+                prefill_first=float(prefill_first(m.engine, m.engine_version)), on_demand=float(ENGINE_ADMISSION.get((m.engine or "").lower()) == "on-demand"),
                 capped=bool(clients and fits < clients))
 
 
@@ -109,6 +112,16 @@ def _budget(root: str, device: str, engine, weights: float, world: int) -> float
         return budget(_device_values(root, device), engine, weights, world).bytes
     except InputError as exc:
         raise Unmapped(f"{exc.field}: {exc.message}") from None
+
+
+def _limits(root: str, device: str, engine, version) -> tuple[int, int | None]:
+    from engine.plan.engine_memory import batch_limits, driver_total
+
+    try:
+        total = driver_total(_device_values(root, device))[0]
+    except InputError:
+        total = 0.0
+    return batch_limits(engine, version, total, device)
 
 
 @lru_cache(maxsize=64)
@@ -161,7 +174,7 @@ def times(t: dict[str, np.ndarray], p: dict[str, np.ndarray]) -> dict[str, np.nd
     """TTFT, TPOT, E2E (s) and throughputs of terms ``t`` under parameters ``p`` (arrays, one entry per record):
     e_prefill, e_decode, e_hbm, e_link, ar_latency (s per ring step), overhead (s per step)."""
     prefill = t["cp"] / (t["peak"] * p["e_prefill"]) + t["ar_n"] * (t["ar_steps"] * p["ar_latency"] + t["prompt"] * t["ar1"] / (t["link"] * p["e_link"])) + p["overhead"]
-    c = np.where(t["fixed"] > 0, t["fixed"], t["fits"])  # the clients in flight (as many as fit when unstated)
+    c = np.where(t["fixed"] > 0, t["fixed"], _slots(t))  # the clients in flight (as many as the engine runs when unstated)
     open_loop = t["rate"] > 0
     if open_loop.any():  # c = rate x E2E (FX81), iterated from one request in flight, on the open-loop rows alone
         k = np.flatnonzero(open_loop)
@@ -169,7 +182,7 @@ def times(t: dict[str, np.ndarray], p: dict[str, np.ndarray]) -> dict[str, np.nd
         ck = np.ones(len(k))
         for _ in range(12):
             e2e = _closed(ts, ps, ck, pre, burst=False)[0]
-            ck = np.clip(0.5 * ck + 0.5 * ts["rate"] * e2e, 1.0, ts["fits"])
+            ck = np.clip(0.5 * ck + 0.5 * ts["rate"] * e2e, 1.0, _slots(ts))
         c = c.copy()
         c[k] = ck
     e2e, ttft, tpot, x = _closed(t, p, c, prefill)
@@ -180,22 +193,49 @@ def times(t: dict[str, np.ndarray], p: dict[str, np.ndarray]) -> dict[str, np.nd
                 total_throughput_per_gpu=x * (t["output"] + t["prompt"]) / t["g"])
 
 
+# K/V admission by engine: a request's whole length reserved at admission (SGLang, TensorRT-LLM's guaranteed-no-evict) or
+# its pages taken as it grows, with preemption when they run out (vLLM); engine.measure.simulate runs both
+ENGINE_ADMISSION = {"vllm": "on-demand", "sglang": "reserve", "tensorrt-llm": "reserve"}
+
+
+def prefill_first(engine: str | None, version: str | None) -> bool:
+    """Whether the engine release runs prompts in steps of their own while decodes wait (SGLang's scheduler, which runs a
+    new prefill batch whenever one forms unless --enable-mixed-chunk; vLLM's V0 engine, before 0.8, without chunked
+    prefill), rather than mixing prompt chunks into every decode step (vLLM's V1 engine, the default from 0.8.0;
+    TensorRT-LLM's in-flight batching). engine.measure.replay explains what it does to a run."""
+    import re
+
+    name = (engine or "").lower()
+    if name == "sglang":
+        return True
+    if name == "vllm":
+        v = re.match(r"v?(\d+)\.(\d+)", (version or "").strip())
+        return bool(v) and (int(v.group(1)), int(v.group(2))) < (0, 8)
+    return False
+
+
 QUANTILES = (np.arange(256) + 0.5) / 256
 # the prompt tokens one engine step may carry: vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size on 80-141 GB
-# GPUs, TensorRT-LLM's max_num_tokens, 8192 each by default (engine.measure.simulate uses the same)
+# GPUs, TensorRT-LLM's max_num_tokens, 8192 each by default (engine.measure.simulate uses the same); a row's terms carry
+# its engine release's own (engine.plan.engine_memory.batch_limits: vLLM V1 on an A100 or a smaller GPU, 2048)
 TOKEN_BUDGET = 8192
+
+
+def _slots(t):
+    """The requests the engine runs at once: as many as its K/V pages hold, within its max running requests."""
+    return np.minimum(t["fits"], t["max_running"]) if "max_running" in t else t["fits"]
 
 
 def _closed(t, p, clients, prefill, burst=True):
     """A closed loop of ``clients`` requests per instance (the engine runs c = min(clients, fits) of them, the rest wait
     for a K/V slot): E2E, TTFT, TPOT and requests/s (Little's law, FX81)."""
-    c = np.minimum(clients, t["fits"])
+    c = np.minimum(clients, _slots(t))
     step = _step(t, p, c)
     # FX78 with the chunked-prefill share of each step: while one request decodes, each of the c - 1 others starts
     # a new request about once (closed loop, steady state), and its prefill runs inside those steps
     # a step carries at most the engine's token budget of prompt tokens (TOKEN_BUDGET / prompt prompts), however many
     # wait: a burst of short prompts spreads over the steps instead of landing on one request's few tokens
-    tpot = step + np.minimum(np.maximum(c - 1, 0) / t["output"], TOKEN_BUDGET / t["prompt"]) * prefill
+    tpot = step + np.minimum(np.maximum(c - 1, 0) / t["output"], t.get("budget", TOKEN_BUDGET) / t["prompt"]) * prefill
     # a closed loop's request arrives as another finishes, at a step boundary; an open loop's at random, into a running
     # step (half a step on average)
     residual = np.where(t["rate"] > 0, step / 2, 0.0)

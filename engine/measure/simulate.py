@@ -35,12 +35,12 @@ import numpy as np
 
 from engine.core.errors import InputError
 from engine.core.record import dataclass
-from engine.measure.serve import TOKEN_BUDGET  # one budget for the closed forms and the simulation
+from engine.measure.serve import ENGINE_ADMISSION, TOKEN_BUDGET  # noqa: F401  (one budget and one admission table for the closed forms and the simulation)
 
 ADMISSION = ("reserve", "on-demand")
 ARRIVALS = ("poisson", "gamma", "trace")
 LENGTHS = ("fixed", "uniform", "lognormal", "trace")
-ENGINE_ADMISSION = {"vllm": "on-demand", "sglang": "reserve", "tensorrt-llm": "reserve"}
+SCHEDULES = ("mixed", "prefill-first")
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +177,7 @@ def arrivals(kind: str, rate: float, n: int, rng, *, cv: float = 1.0, trace=None
 
 def simulate(step: StepModel, prompt: np.ndarray, output: np.ndarray, *, capacity: float, concurrency: int | None = None,
              arrive: np.ndarray | None = None, token_budget: int = TOKEN_BUDGET, max_running: int | None = None,
-             admission: str = "reserve") -> Result:
+             admission: str = "reserve", schedule: str = "mixed") -> Result:
     """Run the requests (``prompt``/``output`` token counts) through one instance holding ``capacity`` K/V tokens.
 
     Closed loop: ``concurrency`` clients, each sending the next request when its last one finishes (arrive is then
@@ -185,6 +185,8 @@ def simulate(step: StepModel, prompt: np.ndarray, output: np.ndarray, *, capacit
     n = len(prompt)
     prompt = np.asarray(prompt, dtype=np.int64)
     output = np.asarray(output, dtype=np.int64)
+    if schedule not in SCHEDULES:
+        raise InputError("--schedule", f"{schedule!r} is not a step schedule (known: {', '.join(SCHEDULES)})")
     if admission not in ADMISSION:
         raise InputError("--admission", f"{admission!r} is not an admission policy (known: {', '.join(ADMISSION)})")
     if (prompt + output > capacity).any():
@@ -214,7 +216,8 @@ def simulate(step: StepModel, prompt: np.ndarray, output: np.ndarray, *, capacit
     ctx_sum = 0  # context tokens of the decoding requests
     used = 0  # K/V tokens held (on-demand) or reserved (reserve)
     serial = 0
-    step_no = 0
+    step_no = 0  # decode steps run (a prompt-only step of prefill-first is not one)
+    prompt_steps = 0
     preempted = 0
     kv_t, kv_u = [], []
     area = 0.0  # integral of the requests in the system over time
@@ -253,8 +256,10 @@ def simulate(step: StepModel, prompt: np.ndarray, output: np.ndarray, *, capacit
             area += in_sys * (t_arr[nxt] - now)
             now = t_arr[nxt]  # idle until the next arrival
             continue
-        # the prompt tokens this step carries (FCFS over the admitted prompts)
-        budget = max(token_budget - nd, 0)
+        # the prompt tokens this step carries (FCFS over the admitted prompts); prefill-first: a step with prompts
+        # to run carries prompts alone, the decodes wait for it
+        first_pf = schedule == "prefill-first" and bool(prefill)
+        budget = token_budget if first_pf else max(token_budget - nd, 0)
         pf = 0
         finished_prefill = []
         for item in prefill:
@@ -292,13 +297,19 @@ def simulate(step: StepModel, prompt: np.ndarray, output: np.ndarray, *, capacit
                 if dn:
                     done, in_sys, used, ctx_sum, nxt = _after(dn, done, in_sys, used, ctx_sum, nxt, closed, n, pending, t_arr, now, P, OUT, held, admission)
                 continue
-        dt = step.one(nd, ctx_sum, pf)
-        area += in_sys * dt
-        now += dt
-        step_no += 1
-        ctx_sum += nd
-        if admission == "on-demand":
-            used += nd
+        if first_pf:  # a prompt-only step: no decode token (step_no counts decode steps, so every finish step moves on)
+            dt = step.one(0, 0, pf)
+            area += in_sys * dt
+            now += dt
+            prompt_steps += 1
+        else:
+            dt = step.one(nd, ctx_sum, pf)
+            area += in_sys * dt
+            now += dt
+            step_no += 1
+            ctx_sum += nd
+            if admission == "on-demand":
+                used += nd
         ended = []
         for item in finished_prefill:
             prefill.remove(item)
@@ -337,7 +348,7 @@ def simulate(step: StepModel, prompt: np.ndarray, output: np.ndarray, *, capacit
         kv_u.append(used / capacity)
     finish_a, first_a = np.array(finish), np.array(first)
     makespan = float(np.nanmax(finish_a)) if n else 0.0
-    return Result(arrive=np.array(t_arr), first=first_a, finish=finish_a, prompt=prompt, output=output, steps=step_no, preemptions=preempted,
+    return Result(arrive=np.array(t_arr), first=first_a, finish=finish_a, prompt=prompt, output=output, steps=step_no + prompt_steps, preemptions=preempted,
                   kv_time=np.array(kv_t), kv_used=np.array(kv_u), in_system=area / makespan if makespan > 0 else 0.0, makespan=makespan)
 
 

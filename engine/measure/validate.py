@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from engine.core.record import dataclass
-from engine.measure.calibrate import KINDS, fit, held_out, predict, table
+from engine.measure.calibrate import KINDS, fit, held_out, predict, refine, table
 from engine.measure.generations import Unmapped
 
 PERCENTILES = ("p90", "p95", "p99", "max")
@@ -50,15 +50,20 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float | None:
 
 
 def _terms(root, kind, m):
-    if m.kind == "serve" and (m.statistic == "max" or (m.statistic in PERCENTILES and m.metric not in ("ttft", "e2e_latency"))):
-        raise Unmapped(f"a {m.statistic} {m.metric} comes from step-to-step variation the closed-form model does not carry; validate predicts "
-                       "means, medians and the TTFT/E2E percentiles of a run's queue")
     from engine.core.errors import InputError
 
+    spread = m.kind == "serve" and (m.statistic == "max" or (m.statistic in PERCENTILES and m.metric not in ("ttft", "e2e_latency")))
+    if spread and m.metric != "tpot":
+        raise Unmapped(f"a {m.statistic} {m.metric} comes from step-to-step variation the models do not carry; validate predicts "
+                       "means, medians, the TTFT/E2E percentiles of a run's queue and, for a replayed run, the TPOT percentiles over its requests")
     try:
-        return kind.terms(root, m)
+        t = kind.terms(root, m)
     except InputError as exc:  # a refusal of the engine's (an architecture a planner does not size): not evaluable as stated
         raise Unmapped(f"{exc.field}: {exc.message}") from None
+    if spread and not (kind.replay and kind.replay.replayable(t, m.metric, m.statistic)):
+        raise Unmapped(f"a {m.statistic} TPOT is a spread over a run's requests: validate predicts it by replaying the run, and this run "
+                       f"(requests per instance: {t.get('burst', 0):g}) is not replayed")
+    return t
 
 
 def run(root, *, kinds=None, device: str | None = None, model: str | None = None, records=None) -> Result:
@@ -85,10 +90,10 @@ def run(root, *, kinds=None, device: str | None = None, model: str | None = None
         if not ok:
             continue
         tab = table(kind, ok, terms)
-        fitted = fit(tab)
+        fitted, factors = refine(tab, fit(tab))
         inside = predict(tab, fitted)
-        out = held_out(tab, fitted)
-        strict = held_out(tab, fitted, by="family")
+        out = held_out(tab, fitted, factors=factors)
+        strict = held_out(tab, fitted, by="family", factors=factors)
         calibration[name] = fitted
         sources[name] = sorted(set(tab.families))
         keep = np.array([(device is None or m.device == device) and (model is None or m.model == model) for m in ok])

@@ -77,3 +77,25 @@ def budget(values: dict, engine: str | None, weights_per_gpu: float, world: int 
     total, basis = driver_total(values)
     b, rule = kv_budget(engine, total, weights_per_gpu, world)
     return Budget(bytes=b, total=total, total_basis=basis, rule=rule)
+
+
+def batch_limits(engine: str | None, version: str | None, total: float, device: str) -> tuple[int, int | None]:
+    """The engine's default caps on one step: (prompt tokens a step carries, requests running at once; None for no cap
+    beyond its K/V pages), as the OpenAI-compatible server of each release sets them when the launch names none.
+
+    vLLM's V1 engine (the default from 0.8.0) on a GPU of 70 GiB or more that is not an A100: max_num_batched_tokens 8192,
+    max_num_seqs 1024; on any other GPU 2048 and 256 (vllm/engine/arg_utils.py, get_batch_defaults; vllm-project/vllm
+    PR 16158, 2025-04, took max_num_seqs back to V0's 256 everywhere but the H100/H200 class). vLLM's V0 engine (before
+    0.8): max_num_seqs 256. SGLang and TensorRT-LLM: chunked_prefill_size / max_num_tokens 8192 on these GPUs, running
+    requests bounded by their K/V pool."""
+    import re
+
+    name = (engine or "").lower()
+    if name == "vllm":
+        v = re.match(r"v?(\d+)\.(\d+)", (version or "").strip())
+        if v and (int(v.group(1)), int(v.group(2))) < (0, 8):
+            return 8192, 256
+        if total >= 70 * GIB and "a100" not in device.lower():
+            return 8192, 1024
+        return 2048, 256
+    return 8192, None

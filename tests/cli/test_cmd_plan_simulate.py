@@ -42,6 +42,22 @@ def test_closed_loop_text_and_the_same_seed_gives_the_same_run():
     assert a.stdout == b.stdout
 
 
+def test_the_step_schedule_follows_the_engine_and_prefill_first_delays_the_decodes():
+    # SGLang runs prompts in steps of their own (prefill-first); --schedule mixed overrides it. 16 clients of equal
+    # 2048-token prompts (4 steps of 8192 tokens a wave): under prefill-first every wave's prompts run while its decodes
+    # wait, so the mean TTFT is longer than with prompt chunks mixed into decode steps, where only the first wave waits
+    # for the others' prompts and the later requests arrive staggered
+    argv = [*BASE, "--concurrency", "16", "--engine", "sglang", "--prompt", "2048", "--format", "json"]
+    first = aiinfra(*argv)
+    mixed = aiinfra(*argv, "--schedule", "mixed")
+    assert first.returncode == 0 and mixed.returncode == 0, first.stderr + mixed.stderr
+    a, b = json.loads(first.stdout)["simulated"], json.loads(mixed.stdout)["simulated"]
+    assert a["schedule"] == "prefill-first" and b["schedule"] == "mixed"
+    assert a["summary"]["ttft"]["mean"] > b["summary"]["ttft"]["mean"]
+    bad = aiinfra(*BASE, "--concurrency", "16", "--schedule", "decode-first")
+    assert bad.returncode == 2 and "--schedule" in bad.stderr and "Traceback" not in bad.stderr
+
+
 def test_a_trace_is_replayed(tmp_path):
     trace = tmp_path / "t.csv"
     # 4 requests, one every second, short enough that each finishes before the next arrives: 4 requests complete

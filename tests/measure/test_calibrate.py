@@ -102,3 +102,15 @@ def test_step_overhead_is_grouped_by_engine_release():
     assert _engine(row("sglang", "v0.5.7")) == "sglang-0.5"
     assert _engine(row("tensorrt-llm", "PyTorch backend, commit b626186")) == "tensorrt-llm"
     assert _engine(row(None, "0.5.3")) == "unstated"
+
+
+def test_an_unseen_release_takes_the_same_engines_nearest_fitted_release():
+    # a held-out table whose release series no other table has (TensorRT-LLM 0.14) is predicted with the nearest
+    # release of the same engine the fit saw (0.17), not with every engine's shared value; an engine with no release
+    # fitted takes its unversioned group, a group of another grouping (a device generation) the shared value
+    kind = calibrate.KINDS["serve"]
+    fitted = {p.name: {"shared": p.start} for p in kind.params}
+    fitted["overhead"] = {"shared": 6e-3, "tensorrt-llm-0.17": 3.5e-3, "tensorrt-llm-1.0": 5e-3, "sglang": 5.6e-3, "vllm-0.8": 6.3e-3}
+    groups = [{"gen": "hopper", "engine": e} for e in ("tensorrt-llm-0.14", "tensorrt-llm-1.2", "sglang-0.4", "vllm-0.7", "lmdeploy-0.6")]
+    got = calibrate.values_for(kind, fitted, groups)["overhead"]
+    assert got.tolist() == [3.5e-3, 5e-3, 5.6e-3, 6.3e-3, 6e-3]

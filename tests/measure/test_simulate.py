@@ -56,6 +56,27 @@ def test_a_burst_waits_behind_the_prompts_ahead_of_it():
     assert r.ttft.tolist() == pytest.approx([0.034, 0.102, 0.136, 0.148], rel=1e-12)
 
 
+def test_prefill_first_runs_each_prompt_in_a_step_of_its_own():
+    # the same 4-request burst under prefill-first (SGLang, vLLM V0): a step with admitted prompts carries prompts alone,
+    # the decodes wait. Each 1000-token prompt fills one step of 0.034 s: TTFTs 0.034, 0.068, 0.102, 0.136; then the four
+    # decode together (4 tokens: 1.28e-4 s of FLOPs < 0.01 s of reads, 0.012 s a step) and all finish after 99 steps:
+    # 0.136 + 99 x 0.012 = 1.324 s
+    r = run(4, concurrency=4, capacity=1e6, token_budget=1000, schedule="prefill-first")
+    assert r.ttft.tolist() == pytest.approx([0.034, 0.068, 0.102, 0.136], rel=1e-12)
+    assert r.finish.tolist() == pytest.approx([1.324] * 4, rel=1e-12)
+    assert r.steps == 4 + 99
+
+
+def test_prefill_first_keeps_a_closed_loop_of_equal_requests_in_waves():
+    # 4 clients, 12 equal requests: the wave of 4 finishes together (above), so the next 4 are sent together and wait
+    # for each other's prompts again: every wave's TTFTs are 0.034, 0.068, 0.102, 0.136 (mean 0.085 s). Mixed steps
+    # stagger the first wave's finishes instead, and later requests wait less
+    waves = run(12, concurrency=4, capacity=1e6, token_budget=1000, schedule="prefill-first")
+    assert waves.ttft.tolist() == pytest.approx([0.034, 0.068, 0.102, 0.136] * 3, rel=1e-12)
+    mixed = run(12, concurrency=4, capacity=1e6, token_budget=1000)
+    assert mixed.ttft[4:].mean() < 0.085
+
+
 @pytest.mark.parametrize("admission", S.ADMISSION)
 def test_the_kv_capacity_caps_the_running_batch(admission):
     # room for 2 requests of 1100 tokens; 6 clients: at most 2 run at once, the others wait for a slot
@@ -111,6 +132,7 @@ def test_poisson_arrivals_have_the_stated_rate():
     (lambda: S.arrivals("poisson", 0.0, 5, np.random.default_rng()), "--rate"),
     (lambda: run(2, concurrency=1, capacity=500), "capacity"),
     (lambda: run(2, concurrency=1, capacity=1e6, admission="lifo"), "--admission"),
+    (lambda: run(2, concurrency=1, capacity=1e6, schedule="decode-first"), "--schedule"),
 ])
 def test_bad_input_names_its_field(call, field):
     with pytest.raises(InputError) as exc:

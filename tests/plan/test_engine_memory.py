@@ -34,3 +34,21 @@ def test_an_unknown_engine_takes_fx72s_rule_and_says_so():
     b, rule = kv_budget("lmdeploy", 79.18 * GIB, 15 * GIB)
     assert b == kv_budget("vllm", 79.18 * GIB, 15 * GIB)[0]
     assert "lmdeploy" in rule and "FX72" in rule
+
+
+@pytest.mark.parametrize(("engine", "version", "total_gib", "device", "limits"), [
+    # vLLM's get_batch_defaults (vllm/engine/arg_utils.py) for the OpenAI-compatible server: 70 GiB or more and not an
+    # A100 -> max_num_batched_tokens 8192, max_num_seqs 1024; otherwise 2048 and 256 (PR 16158 took the others back to
+    # V0's 256). Driver totals as the device records cite them: H100 SXM 79.18 GiB, A100 SXM 80GB 79.26 GiB,
+    # L40S 45,589 MiB = 44.5 GiB, H200 139.72 GiB
+    ("vllm", "0.11.0", 79.18, "h100-sxm", (8192, 1024)),
+    ("vllm", "0.11.0", 79.26, "a100-sxm-80gb", (2048, 256)),
+    ("vllm", "0.10.1", 44.5, "l40s", (2048, 256)),
+    ("vllm", "0.7.3", 139.72, "h200", (8192, 256)),  # V0: max_num_seqs 256
+    ("sglang", "0.5.6", 139.72, "h200", (8192, None)),  # running requests bounded by the K/V pool
+    ("tensorrt-llm", "1.0", 79.18, "h100-sxm", (8192, None)),
+])
+def test_batch_limits_are_each_releases_defaults(engine, version, total_gib, device, limits):
+    from engine.plan.engine_memory import GIB, batch_limits
+
+    assert batch_limits(engine, version, total_gib * GIB, device) == limits
