@@ -86,6 +86,17 @@ CASES = [
                          allocated_bytes="77.5GB", allocated_curve="plateau_with_peaks", oom_timing="backward"), "activation-peak"),
     ("runbook-oom", dict(containment="done", preexisting_usage="0.5GB", oom_requested_bytes="2GB", reserved_bytes="78GB",
                          allocated_bytes="77.5GB", allocated_curve="plateau_with_peaks", oom_timing="sporadic"), "peak-spike"),
+    # ---- tree:profiling-triage (ch5 §5.7, figure 5-4; 第05章@8e80088d)
+    ("profiling-triage", dict(runs_normally="wont_start"), "version-check"),
+    ("profiling-triage", dict(runs_normally="crashes_oom"), "oom-attribution"),
+    ("profiling-triage", dict(runs_normally="slow", device_bubble="head"), "data-pipeline"),
+    # §5.1.3: decode kernels of a few microseconds; hand-picked t_exec = 5 us. An issue interval of 17 us
+    # leaves 17 - 5 = 12 us idle per kernel (the chapter's 12-us gap): launch-bound. 4 us <= 5 us: no launch gap
+    ("profiling-triage", dict(runs_normally="slow", device_bubble="gaps", kernel_issue_interval="17us", kernel_exec_time="5us"), "graph-mode"),
+    ("profiling-triage", dict(runs_normally="slow", device_bubble="gaps", kernel_issue_interval="4us", kernel_exec_time="5us"), "other-gaps"),
+    ("profiling-triage", dict(runs_normally="slow", device_bubble="tail"), "communication-tail"),
+    ("profiling-triage", dict(runs_normally="slow", device_bubble="none", roofline_position="near_ceiling"), "scale-out"),
+    ("profiling-triage", dict(runs_normally="slow", device_bubble="none", roofline_position="far_below"), "occupancy"),
 ]
 
 MINE = sorted({c[0] for c in CASES})
