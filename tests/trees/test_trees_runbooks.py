@@ -1,5 +1,5 @@
-"""Issue 30, continued: runbooks 02, 04, 05, 06, 09-12 as diagnosis trees and the remaining infra
-chapter selection trees, walked to every leaf.
+"""Issue 30, continued: runbooks 02, 04, 05, 06 and 09 as diagnosis trees and the chapter 5
+selection tree (profiling-triage), walked to every leaf.
 
 Inputs come from the book's own examples where it gives them (the runbook or chapter file named in
 each case's comment, cdavid817/AI-Infra); otherwise they are hand-picked, stated beside the case,
@@ -97,6 +97,21 @@ CASES = [
     ("profiling-triage", dict(runs_normally="slow", device_bubble="tail"), "communication-tail"),
     ("profiling-triage", dict(runs_normally="slow", device_bubble="none", roofline_position="near_ceiling"), "scale-out"),
     ("profiling-triage", dict(runs_normally="slow", device_bubble="none", roofline_position="far_below"), "occupancy"),
+    # ---- tree:runbook-gateway-upstream (runbook 09, rb-09-gateway-provider-outage.md@77d445ee)
+    ("runbook-gateway-upstream", dict(containment="not_done"), "contain"),
+    # hand-picked: 3 upstreams failing (> 1) is the multi-upstream branch; 1 is single
+    ("runbook-gateway-upstream", dict(containment="done", failing_upstreams=3, common_dependency="yes"), "regional"),
+    ("runbook-gateway-upstream", dict(containment="done", failing_upstreams=3, common_dependency="no"), "rollback-gateway"),
+    # hand-picked: 120 shifted requests/s onto a backup with 50/s of headroom overruns it (120 > 50): self-harm;
+    # 20/s within 50/s is not ours: raise quota
+    ("runbook-gateway-upstream", dict(containment="done", failing_upstreams=1, error_class="quota_429", failover_request_rate=120,
+                                      upstream_quota_rate=50), "self-inflicted"),
+    ("runbook-gateway-upstream", dict(containment="done", failing_upstreams=1, error_class="quota_429", failover_request_rate=20,
+                                      upstream_quota_rate=50), "raise-quota"),
+    ("runbook-gateway-upstream", dict(containment="done", failing_upstreams=1, error_class="server_5xx", failure_point="before_first_token"),
+     "transparent-failover"),
+    ("runbook-gateway-upstream", dict(containment="done", failing_upstreams=1, error_class="server_5xx", failure_point="mid_stream"), "in-stream-error"),
+    ("runbook-gateway-upstream", dict(containment="done", failing_upstreams=1, error_class="egress_only"), "egress-self"),
 ]
 
 MINE = sorted({c[0] for c in CASES})
