@@ -240,7 +240,8 @@ class _OnlyVerb:
 # Keyed by the verb each module adds (its first word on the command line).
 PLUGIN_VERBS = {"tree": "engine.cli.cmd_tree", "path": "engine.cli.cmd_path", "arch": "engine.cli.cmd_arch", "site": "engine.cli.cmd_site",
                 "state": "engine.cli.cmd_state", "plan": "engine.cli.cmd_plan", "system": "engine.cli.cmd_system",
-                "failures": "engine.cli.cmd_failures", "validate": "engine.cli.cmd_validate", "kv": "engine.cli.cmd_kv"}
+                "failures": "engine.cli.cmd_failures", "validate": "engine.cli.cmd_validate", "kv": "engine.cli.cmd_kv",
+                "mcp": "engine.cli.cmd_mcp"}
 PLUGINS = tuple(PLUGIN_VERBS.values())
 
 
