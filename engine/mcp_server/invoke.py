@@ -46,7 +46,7 @@ def call(tool, arguments: dict | None, root: str | None = None) -> Outcome:
         if tool.kind == "tree_walk":
             opened = open_questions(arguments or {}, root)
             if opened is not None:
-                return _result(json.dumps(opened, indent=1, ensure_ascii=False), err.strip())
+                return _result(json.dumps(opened, indent=1, ensure_ascii=False), "")  # the CLI's line is its "message"
         return Outcome(False, err.strip() or f"aiinfra: exit {code}")
     return _result(out, err.strip(), tool.keep)
 

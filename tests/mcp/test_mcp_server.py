@@ -90,3 +90,13 @@ def test_other_verbs_and_the_tool_list_do_not_import_the_sdk():
              "print(sorted(m for m in sys.modules if m == 'mcp' or m.startswith(('mcp.', 'mcp_types', 'pydantic'))))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+def test_llms_txt_names_every_tool_the_server_lists():
+    from engine.mcp_server import llms_txt, tools
+
+    text = llms_txt.render()
+    assert text.startswith("# aiinfra\n\n> ")
+    for tool in tools.build():
+        assert f"- `{tool.name}(" in text, tool.name
+    assert '{"mcpServers": {"aiinfra": {"command": "aiinfra", "args": ["mcp"]}}}' in text
