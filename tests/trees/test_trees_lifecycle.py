@@ -1,0 +1,97 @@
+"""Issue 30, continued: runbooks 10 (model quality regression), 11 (agent credential leak) and
+12 (sandbox escape or policy failure) as diagnosis trees, and the chapter 30 and 29 selection trees,
+walked to every leaf.
+
+Inputs come from the book's own examples where it gives them (the runbook or chapter file named in
+each case's comment, cdavid817/AI-Infra); otherwise they are hand-picked, stated beside the case,
+one on each side of every threshold. Hand arithmetic is written in the comments.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.core.paths import shipped_root
+from engine.trees import proofs as trees_proofs
+from engine.trees import walk as trees
+
+QR = dict(containment="done", ruler_changed="no")
+CL = dict(containment="done")
+SB = dict(containment="done")
+
+# (tree, inputs, expected leaf); the comment says where the inputs come from
+CASES = [
+    # ---- tree:runbook-quality-regression (runbook 10, rb-10-model-quality-regression.md@66915518)
+    ("runbook-quality-regression", dict(containment="not_done"), "contain"),
+    ("runbook-quality-regression", dict(containment="done", ruler_changed="yes"), "ruler-changed"),
+    # hand-picked: 3 models degraded together (> 1) is the shared-runtime reading of 影响范围; 1 model goes on
+    ("runbook-quality-regression", dict(QR, degraded_models=3), "shared-runtime"),
+    ("runbook-quality-regression", dict(QR, degraded_models=1, onset_matches_release="yes", replay_differs="yes", same_weights="yes"),
+     "optimisation"),
+    ("runbook-quality-regression", dict(QR, degraded_models=1, onset_matches_release="yes", replay_differs="yes", same_weights="no",
+                                        regression_eval_passed="yes"), "eval-blind-spot"),
+    ("runbook-quality-regression", dict(QR, degraded_models=1, onset_matches_release="yes", replay_differs="yes", same_weights="no",
+                                        regression_eval_passed="no"), "new-version"),
+    ("runbook-quality-regression", dict(QR, degraded_models=1, onset_matches_release="yes", replay_differs="no"), "not-model-side"),
+    ("runbook-quality-regression", dict(QR, degraded_models=1, onset_matches_release="no", input_drift="yes"), "data-drift"),
+    ("runbook-quality-regression", dict(QR, degraded_models=1, onset_matches_release="no", input_drift="no"), "not-model-side"),
+    # ---- tree:runbook-credential-leak (runbook 11, rb-11-agent-credential-leak.md@66915518); defensive only
+    ("runbook-credential-leak", dict(containment="not_done"), "contain"),
+    # hand-picked audit counts: 0 unexplained calls in the window (not > 0) is exposed-not-misused; 2 (> 0) is an intrusion
+    ("runbook-credential-leak", dict(CL, exposure_medium="prompt_or_session", suspicious_calls=0), "model-channel"),
+    ("runbook-credential-leak", dict(CL, exposure_medium="prompt_or_session", suspicious_calls=2), "intrusion"),
+    ("runbook-credential-leak", dict(CL, exposure_medium="logs_or_traces", suspicious_calls=0), "telemetry"),
+    ("runbook-credential-leak", dict(CL, exposure_medium="logs_or_traces", suspicious_calls=1), "intrusion"),
+    ("runbook-credential-leak", dict(CL, exposure_medium="code_or_config", suspicious_calls=0), "static-config"),
+    ("runbook-credential-leak", dict(CL, exposure_medium="code_or_config", suspicious_calls=5), "intrusion"),
+    ("runbook-credential-leak", dict(CL, exposure_medium="third_party_tool", suspicious_calls=0), "tool-boundary"),
+    ("runbook-credential-leak", dict(CL, exposure_medium="third_party_tool", suspicious_calls=1), "intrusion"),
+    ("runbook-credential-leak", dict(CL, exposure_medium="none_of_these"), "downstream-side"),
+    # ---- tree:runbook-sandbox-escape (runbook 12, rb-12-sandbox-escape-response.md@66915518); response only
+    ("runbook-sandbox-escape", dict(containment="not_done"), "contain"),
+    ("runbook-sandbox-escape", dict(SB, host_unattributed_activity="yes", pool_same_exposure="yes"), "pool-upgrade"),
+    ("runbook-sandbox-escape", dict(SB, host_unattributed_activity="yes", pool_same_exposure="no"), "node-intrusion"),
+    ("runbook-sandbox-escape", dict(SB, host_unattributed_activity="no", violation_allowed="yes", allow_reason="rule_error"), "policy-config"),
+    ("runbook-sandbox-escape", dict(SB, host_unattributed_activity="no", violation_allowed="yes", allow_reason="enforcement_bypassed"),
+     "enforcement-bypass"),
+    # hand-picked: 1 connection outside the allow-list (> 0, the runbook's zero tolerance) is a missing limit; 0 is a false alarm
+    ("runbook-sandbox-escape", dict(SB, host_unattributed_activity="no", violation_allowed="no", off_list_egress=1), "limits-missing"),
+    ("runbook-sandbox-escape", dict(SB, host_unattributed_activity="no", violation_allowed="no", off_list_egress=0), "false-positive"),
+]
+
+MINE = sorted({c[0] for c in CASES})
+
+
+@pytest.fixture(scope="module")
+def runners(module):
+    shipped = trees.load_trees(shipped_root())
+    return {name: trees.Runner(shipped[f"tree:{name}"], module) for name in MINE}
+
+
+@pytest.mark.parametrize("name,inputs,expected", CASES, ids=[f"{c[0]}:{c[2]}:{i}" for i, c in enumerate(CASES)])
+def test_walk_reaches_the_leaf(runners, name, inputs, expected):
+    walk = runners[name].walk(dict(inputs))
+    assert walk.leaf.id == expected, (name, inputs)
+
+
+def test_every_leaf_of_every_new_tree_is_walked(runners):
+    for name, run in runners.items():
+        reached = {c[2] for c in CASES if c[0] == name}
+        assert reached == set(run.tree.leaves), (name, set(run.tree.leaves) - reached)
+
+
+def test_the_new_trees_are_proven_exactly_with_no_problems():
+    report = trees_proofs.analyse(shipped_root())
+    for name in MINE:
+        tid = f"tree:{name}"
+        assert [p for p in report.problems if p[1] == tid] == [], name
+        assert [p for p in report.notes if p[1] == tid] == [], name
+        assert all(p["method"] == "exact" and not p["found"] for p in report.proofs[tid]), name
+
+
+def test_every_leaf_cites_a_section_and_every_threshold_has_a_source(runners):
+    for name, run in runners.items():
+        for leaf in run.tree.leaves.values():
+            assert leaf.read and leaf.rationale, (name, leaf.id)
+        for p in run.tree.parameters.values():
+            assert p.source and p.description, (name, p.name)
