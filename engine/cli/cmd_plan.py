@@ -15,6 +15,8 @@ EXAMPLES = """examples:
   aiinfra plan serve --model mixtral-8x7b --device h100-sxm --prompt 1024 --output 256 --ttft 1s --tpot 50ms --qps 10 --format csv
   aiinfra plan serve --model llama-3.1-70b --device h100-sxm --prompt 2048 --output 512 --ttft 2s --tpot 30ms --speculative draft_len=3,acceptance=0.7,draft_cost=0.05
   aiinfra plan serve --model deepseek-v3 --device h200 --prompt 2048 --output 512 --ttft 2s --tpot 50ms --speculative method=mtp,acceptance=0.85
+  aiinfra plan serve --model llama-3.1-70b --device h200 --prompt 4096 --output 512 --ttft 2s --tpot 50ms --max-qps --gpus 64
+  aiinfra plan --model llama-3.1-405b --device h100-sxm --gpus 16384 --global-batch 2048 --seq 8192 --max-tokens --days 54
 Every point of TP x CP x PP x V (interleaved chunks) x EP x micro-batch x ZeRO stage x recompute is checked (DP = GPUs / (TP x CP x PP));
 the fastest that fit are printed with what limits each, and why the first beats the second; layouts
 that differ only by ZeRO stage and tie are folded (--all lists them).
@@ -54,7 +56,7 @@ def add_parsers(verbs, Parser, shared) -> None:
     p.add_argument("mode", nargs="?", choices=("train", "serve"), default="train", help="train (default) or serve")
     p.add_argument("--model", required=True, metavar="ID", help="model id from knowledge/models, e.g. llama-3.1-70b")
     p.add_argument("--device", required=True, metavar="ID", help="device id from knowledge/hardware, e.g. h100-sxm")
-    p.add_argument("--gpus", type=_int, metavar="N", help="train: GPUs in the job (DP x TP x CP x PP = N; required)")
+    p.add_argument("--gpus", type=_int, metavar="N", help="train: GPUs in the job (DP x TP x CP x PP = N; required); plan serve --max-qps: GPUs of the fleet")
     p.add_argument("--global-batch", type=_int, metavar="B", help="sequences per optimizer step (default: one per GPU)")
     p.add_argument("--seq", type=_int, default=4096, metavar="S", help="sequence length in tokens (default 4096)")
     p.add_argument("--nvlink-domain", type=_int, default=8, metavar="G", help="GPUs per NVLink domain; TP stays inside one (default 8)")
@@ -85,6 +87,13 @@ def add_parsers(verbs, Parser, shared) -> None:
     t.add_argument("--micro-batch", type=_int, metavar="M", help="sequences per micro-batch (DP x M divides the global batch)")
     t.add_argument("--zero", type=_int, metavar="Z", help="ZeRO stage 0-3 (above 0 needs DP > 1)")
     t.add_argument("--recompute", metavar="R", help="activation recomputation: none, selective or full")
+    b = p.add_argument_group("bounds (issue #33)")
+    b.add_argument("--max-qps", action="store_true", help="plan serve: the highest request rate --gpus N GPUs sustain within --ttft/--tpot, "
+                   "and the layout (TP x EP, batch, replicas) that achieves it: max over layouts of replicas x FX138 goodput x the FX87 "
+                   "waterline / output tokens")
+    b.add_argument("--max-tokens", action="store_true", help="plan (train): the most tokens the cluster trains in --days D at the fastest "
+                   "layout (D x 86,400 s x global batch x seq / step time; availability 100%%)")
+    b.add_argument("--days", type=_float, metavar="D", help="with --max-tokens: the training time in days")
     s = p.add_argument_group("serve (aiinfra plan serve)")
     s.add_argument("--prompt", type=_int, metavar="P", help="prompt tokens per request")
     s.add_argument("--output", type=_int, metavar="O", help="output tokens per request")
@@ -150,6 +159,7 @@ COLUMNS = [("rank", "#"), ("tp", "TP"), ("cp", "CP"), ("pp", "PP"), ("vp", "V"),
 
 def run(args) -> int:
     from engine.cli.common import emit, root_of
+    from engine.cli.render import to_json
     from engine.core.errors import InputError
     from engine.plan.pin import FLAGS
     from engine.plan.train import plan
@@ -160,7 +170,20 @@ def run(args) -> int:
                 raise InputError(flag, "pins a serving layout (aiinfra plan serve); plan train does not take it")
         if args.speculative is not None:
             raise InputError("--speculative", "applies to plan serve (decode TPOT); plan train does not take it")
+        if args.max_qps:
+            raise InputError("--max-qps", "applies to plan serve (the request rate of a fleet); for training give --max-tokens --days D")
+        if args.max_tokens and args.days is None:
+            raise InputError("--days", "is required with --max-tokens (the training time in days)")
+        if args.days is not None and not args.max_tokens:
+            raise InputError("--days", "goes with --max-tokens (the most tokens trained in D days)")
+        if args.days is not None and not 0 < args.days < float("inf"):
+            raise InputError("--days", f"{args.days:g} is not a positive number of days")
     if args.mode == "serve":
+        for flag, value in (("--max-tokens", args.max_tokens or None), ("--days", args.days)):
+            if value is not None:
+                raise InputError(flag, "applies to plan (training); plan serve takes --max-qps --gpus N")
+        if args.max_qps:
+            return serve_max_qps(args)
         for axis in ("cp", "pp", "vp", "mb", "zero", "recompute"):
             if getattr(args, PINS[axis], None) is not None:
                 raise InputError(FLAGS[axis], "pins a training layout (aiinfra plan); plan serve does not take it")
@@ -190,8 +213,86 @@ def run(args) -> int:
     result = plan(root_of(args), args.model, args.device, args.gpus, top=args.top, executor=args.executor, tile=args.tile,
                   workers=args.workers, fold=not args.all, pins=pins, **options, **extra)
     calibrated = _train_calibrated(args, result) if pins else None
+    if args.max_tokens:
+        from engine.plan.train import max_tokens
+
+        bound = max_tokens(result, args.days)
+        if args.format == "json":
+            import json
+
+            out = json.loads(render(result, "json", calibrated))
+            emit(to_json({"max_tokens": bound["max_tokens"] if bound else None, "bound": bound, **out}))
+            return 0
+        if args.format != "csv":
+            emit(_max_tokens_text(bound, result) + "\n\n" + render(result, args.format, calibrated))
+            return 0
     emit(render(result, args.format, calibrated))
     return 0
+
+
+def _max_tokens_text(bound: dict | None, result) -> str:
+    if bound is None:
+        return "max tokens: none (no layout fits the memory of one GPU)"
+    b, s, r = bound, result.space, bound["layout"]
+    return (f"max tokens in {b['days']:g} days on {s.gpus:,} GPUs: {b['max_tokens']:,.0f} "
+            f"({b['max_tokens'] / 1e12:,.3f}T) = {b['days']:g} d x 86,400 s x {b['tokens_per_step']:,} tokens per step "
+            f"({s.global_batch:,} x {s.seq:,}) / {b['step_time']:.4f} s per step ({b['tokens_per_s']:,.0f} tokens/s)\n"
+            f"layout: TP {r['tp']} CP {r['cp']} PP {r['pp']} V {r['vp']} DP {r['dp']} EP {r['ep']} micro-batch {r['mb']} ZeRO {r['zero']} "
+            f"recompute {r['recompute']} (the plan's #1)\n" + "\n".join("  " + a for a in b["assumptions"]))
+
+
+def serve_max_qps(args) -> int:
+    """plan serve --max-qps --gpus N: the highest request rate N GPUs sustain within the targets, and its layout."""
+    from engine.cli.common import emit, root_of
+    from engine.cli.render import to_json
+    from engine.core.errors import InputError
+    from engine.plan.serve import max_qps
+
+    if args.gpus is None:
+        raise InputError("--gpus", "is required with --max-qps (the GPUs of the fleet)")
+    for name in ("prompt", "output"):
+        if getattr(args, name) is None:
+            raise InputError(f"--{name}", "is required for plan serve (tokens per request)")
+    for flag, value in (("--demand", args.demand), ("--qps", args.qps), ("--simulate", args.simulate or None), ("--svg", args.svg),
+                        ("--speculative", args.speculative), ("--concurrency", args.concurrency), ("--dp", args.dp)):
+        if value is not None:
+            raise InputError(flag, "does not go with --max-qps (it finds the request rate and the replicas for --gpus)")
+    latency = None if args.allreduce_latency is None else _seconds(args.allreduce_latency, "--allreduce-latency")
+    link = None if args.kv_link_bandwidth is None else args.kv_link_bandwidth * 1e9
+    pin = _serve_pin(args)
+    mfu, mfu_note = _serve_mfu(args)
+    mbu, mbu_note = _serve_efficiency(args, "mbu", args.mbu)
+    m = max_qps(root_of(args), args.model, args.device, args.gpus, executor=args.executor, workers=args.workers, tile_size=args.tile,
+                prompt=args.prompt, output=args.output, ttft=_seconds(args.ttft, "--ttft"), tpot=_seconds(args.tpot, "--tpot"),
+                nvlink_domain=args.nvlink_domain, max_batch=args.max_batch, max_ep=args.max_ep, mfu=mfu, mbu=1.0 if mbu is None else mbu,
+                allreduce_latency=latency, kv_link_bandwidth=link, waterline=args.waterline, split=not args.no_split, prune=args.prune,
+                weights=args.weights, kv_cache=args.kv_cache, precision=args.precision, pin=pin)
+    notes = tuple(n for n in (mbu_note, mfu_note) if n) + m.assumptions
+    x = m.layout
+    if args.format == "json":
+        keep = ("mode", "tp", "ep", "batch", "tp_prefill", "gpus_per_instance", "replicas", "prefill_instances", "gpus_used", "goodput", "qps",
+                "output_tokens_per_s", "ttft", "tpot", "memory", "tokens_per_s_per_gpu", "user_tokens_per_s", "index")
+        emit(to_json({"max_qps": m.max_qps, "gpus": m.gpus, "layout": {k: x[k] for k in keep} if x else None, "binding": m.binding,
+                      "waterline": m.waterline, "points": m.plan.points, "feasible": m.plan.feasible, "assumptions": list(notes)}))
+        return 0
+    if x is None:
+        emit(f"max request rate on {args.gpus:,} GPUs: none: no layout of at most {args.gpus:,} GPUs meets memory, TTFT and TPOT "
+             f"({m.plan.feasible:,} of {m.plan.points:,} points meet them with more GPUs per instance)")
+        return 0
+    pool = f" + {_n(x['prefill_instances'], 'prefill instance')} of TP {x['tp_prefill']}" if x["mode"] == "split" else ""
+    w = m.waterline
+    lines = [f"max request rate on {args.gpus:,} GPUs: {m.max_qps:,.4g} req/s ({x['output_tokens_per_s']:,.0f} output tokens/s) within TTFT "
+             f"{args.ttft} and TPOT {args.tpot}",
+             f"layout: {x['mode']} TP {x['tp']}" + (f" x EP {x['ep']}" if x["ep"] > 1 else "") + f", batch {x['batch']}: "
+             f"{_n(x['replicas'], 'replica')} of {x['gpus_per_instance']} GPU(s){pool}, {x['gpus_used']:,} of {args.gpus:,} GPUs used",
+             f"= {x['replicas']:,} replicas x {x['goodput']:,.1f} output tok/s goodput each (FX138) x waterline {w:g} (FX87) / "
+             f"{args.output} output tokens" + (" (capped by the prefill pool)" if x["mode"] == "split" and "prefill pool" in m.binding else ""),
+             f"per replica: TTFT {1e3 * x['ttft']:.1f} ms, TPOT {1e3 * x['tpot']:.2f} ms, {x['memory'] / 2**30:.2f} GiB per GPU",
+             f"binding target: {m.binding}"]
+    bullet = "- " if args.format == "md" else "  "
+    emit("\n".join(lines) + "\n\nassumptions:\n" + "\n".join(bullet + a for a in notes))
+    return 0
+
 
 
 def _train_calibrated(args, result) -> dict | None:

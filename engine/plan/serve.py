@@ -406,3 +406,91 @@ def pareto(rows: list[dict]) -> list[dict]:
             front.append(r)
             best = r["tokens_per_s_per_gpu"]
     return front
+
+
+@dataclass(frozen=True, slots=True)
+class MaxQps:
+    """``plan serve --max-qps --gpus N``: the highest request rate N GPUs sustain within the targets."""
+    gpus: int
+    max_qps: float | None  # requests/s; None where no layout meets the targets within N GPUs
+    layout: dict | None  # the row (plan serve's keys) with replicas, prefill_instances, gpus_used, per-replica goodput
+    binding: str | None
+    plan: ServePlan
+    assumptions: tuple[str, ...]
+    waterline: float = 0.7  # FX87's, as the fleet sizing uses it
+
+
+def _capacity(row: dict, gpus: int, waterline: float, output: int, prompt: int, per_prefill: float) -> tuple[float, int, int]:
+    """The request rate one layout sustains on ``gpus`` GPUs, FX87 inverted: n replicas carry a demand D while
+    ceil(D / (goodput x waterline)) <= n, i.e. D <= n x goodput x waterline; qps = D / output (FX86). A split layout
+    shares the GPUs between decode replicas (g each) and prefill instances (tp_prefill each, carrying
+    qps x prompt <= p x per_prefill x waterline): the best whole split. Returns (qps, replicas, prefill instances)."""
+    g = row["gpus_per_instance"]
+    most = gpus // g
+    if most < 1:
+        return 0.0, 0, 0
+    decode = lambda n: n * row["goodput"] * waterline / output  # noqa: E731
+    if row["mode"] != "split":
+        return decode(most), most, 0
+    tpp = row["tp_prefill"]
+    best = (0.0, 0, 0)
+    for n in range(most, 0, -1):
+        p = (gpus - n * g) // tpp if tpp else 0
+        if p < 1:
+            continue
+        q = min(decode(n), p * per_prefill * waterline / prompt)
+        if q > best[0]:
+            best = (q, n, p)
+        if decode(n) <= best[0]:  # fewer replicas only lower the decode side
+            break
+    return best
+
+
+def max_qps(root, model: str, device: str, gpus: int, **options) -> MaxQps:
+    """Over every layout plan serve finds meeting memory, TTFT and TPOT (pruned as ``prune`` says): replicas that fit
+    in ``gpus`` x each replica's FX138 goodput x the FX87 waterline, in requests/s; ties: fewer GPUs used, then the
+    point number."""
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise InputError("--gpus", f"{gpus!r} is not a positive integer")
+    for flag, key in (("--demand", "demand"), ("--qps", "qps")):
+        if options.get(key) is not None:
+            raise InputError(flag, "--max-qps finds the request rate; give --gpus, not a demand")
+    run = {k: options.pop(k) for k in ("executor", "workers", "tile_size") if k in options}
+    s = build_serve(root, model, device, **options)
+    r = plan_serve(root, model, device, keep_rows=True, **run, **options)
+    c = constants(s)
+    per_prefill = s.tp_prefill * s.peak * s.mfu / c["flops_prefill"] if s.tp_prefill else 0.0  # prompt tokens/s, as evaluate's FX74 rate
+    best, key = None, None
+    for row in r.rows:
+        q, n, p = _capacity(row, gpus, s.waterline, s.output, s.prompt, per_prefill)
+        if n < 1:
+            continue
+        used = n * row["gpus_per_instance"] + p * row["tp_prefill"]
+        k = (-q, used, row["index"])
+        if key is None or k < key:
+            best, key = dict(row, replicas=n, prefill_instances=p, gpus_used=used, per_prefill=per_prefill), k
+    binding = None
+    if best is not None:
+        best["qps"] = -key[0]
+        best["output_tokens_per_s"] = best["qps"] * s.output
+        binding = _binding(best, s, c["usable"])
+    waterline = (f"capacity: FX87 inverted at waterline {s.waterline:g} (the fleet sizing's): n replicas carry a demand while "
+                 f"ceil(demand / (goodput x {s.waterline:g})) <= n, so max_qps = replicas x FX138 goodput x {s.waterline:g} / {s.output} output tokens "
+                 "(FX86); replicas = the whole instances that fit in --gpus (a split layout: the best division between decode replicas and "
+                 "prefill instances, the prompt rate within their FX74 rate x the waterline); ties: fewer GPUs, then the point number")
+    return MaxQps(gpus=gpus, max_qps=best["qps"] if best else None, layout=best, binding=binding, plan=r,
+                  assumptions=(waterline, *r.assumptions), waterline=s.waterline)
+
+
+def _binding(row: dict, s: ServeSpace, usable: float) -> str:
+    """The target nearest its limit at the chosen layout (largest share used), with the share; for a split layout the
+    pool that caps the rate."""
+    shares = {"TPOT": (row["tpot"] / s.tpot, f"{1e3 * row['tpot']:.2f} ms of {1e3 * s.tpot:g} ms"),
+              "TTFT": (row["ttft"] / s.ttft, f"{1e3 * row['ttft']:.1f} ms of {1e3 * s.ttft:g} ms"),
+              "memory": (row["memory"] / usable, f"{row['memory'] / 2**30:.2f} GiB of {usable / 2**30:.2f} GiB per GPU")}
+    name, (share, text) = max(shares.items(), key=lambda kv: kv[1][0])
+    out = f"{name} ({text}, {share:.1%})"
+    if row["mode"] == "split":
+        decode = row["replicas"] * row["goodput"] * s.waterline / s.output
+        out += "; the rate is capped by the " + ("decode replicas" if decode <= row["qps"] * (1 + 1e-12) else "prefill pool")
+    return out

@@ -188,3 +188,24 @@ def _sibling(space: Space, index: int, zero: int) -> int:
         stride *= len(getattr(space, axis))
     current = (index // stride) % len(space.zero)
     return index + (zero - current) * stride
+
+
+def max_tokens(result: Plan, days: float) -> dict | None:
+    """``plan --max-tokens --days D``: the most tokens the cluster trains in D days at the plan's fastest layout (its
+    first row: global batch and sequence are fixed, so the shortest step trains the most tokens):
+    D x 86,400 s x global batch x seq / step time. The step time is the plan's (compute, recompute, communication and
+    bubble terms); no availability loss, restarts, checkpoint saves or evaluation pauses are charged, so this is the
+    upper bound at 100% availability. None where no layout fits."""
+    if isinstance(days, bool) or not isinstance(days, (int, float)) or not 0 < days < float("inf"):
+        raise InputError("--days", f"{days!r} is not a positive number of days")
+    if not result.rows:
+        return None
+    s, row = result.space, result.rows[0]
+    per_step = s.global_batch * s.seq
+    rate = per_step / row["step_time"]
+    return {"days": float(days), "max_tokens": float(days) * 86_400 * rate, "tokens_per_s": rate, "tokens_per_step": per_step,
+            "step_time": float(row["step_time"]), "layout": {k: row[k] for k in ("tp", "cp", "pp", "vp", "dp", "ep", "mb", "zero", "recompute")},
+            "assumptions": ["tokens = days x 86,400 s x global batch x seq / step time of the fastest layout that fits (the plan's first row)",
+                            "availability 100%: no failures, restarts, checkpoint saves or evaluation pauses are charged (the plan's step "
+                            "time is compute + recompute + TP/CP/PP/DP/EP communication + pipeline bubble only); scale by your availability "
+                            "(e.g. 0.9, calc training-duration) for a schedule"]}
