@@ -21,7 +21,9 @@ def aiinfra(*argv):
 
 
 def test_text_says_speculation_is_applied_and_where_it_stops_paying():
-    p = aiinfra(*SERVE, "--speculative", "draft_len=5,acceptance=0.6,draft_cost=0.1")
+    # MFU and MBU pinned (0.5, 1): the roofline break-even batch depends on their ratio, and the defaults follow the
+    # refitted serving calibration
+    p = aiinfra(*SERVE, "--mfu", "0.5", "--mbu", "1", "--speculative", "draft_len=5,acceptance=0.6,draft_cost=0.1")
     assert p.returncode == 0, p.stderr
     assert "spec x" in p.stdout and "spec break-even batch" in p.stdout  # the front's columns
     # E = (1 - 0.6^6) / 0.4 = 2.38336; at most 2.38336 / (5 x 0.1 + 1) = 1.589x where verifying is free
