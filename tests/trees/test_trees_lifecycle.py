@@ -1,5 +1,6 @@
 """Issue 30, continued: runbooks 10 (model quality regression), 11 (agent credential leak) and
-12 (sandbox escape or policy failure) as diagnosis trees, and the chapter 30 and 29 selection trees,
+12 (sandbox escape or policy failure) as diagnosis trees, and the chapter 30 trees (model-lifecycle,
+model-rollout),
 walked to every leaf.
 
 Inputs come from the book's own examples where it gives them (the runbook or chapter file named in
@@ -18,6 +19,8 @@ from engine.trees import walk as trees
 QR = dict(containment="done", ruler_changed="no")
 CL = dict(containment="done")
 SB = dict(containment="done")
+# chapter 30 section 30.4.3's canary: 3% refusal baseline, detect 5% (delta 0.02), refund questions 8% of 20 QPS, 5% canary
+BOOK_CANARY = dict(baseline_rate=0.03, detectable_shift=0.02, request_rate=20, segment_share=0.08, canary_share=0.05)
 
 # (tree, inputs, expected leaf); the comment says where the inputs come from
 CASES = [
@@ -57,6 +60,34 @@ CASES = [
     # hand-picked: 1 connection outside the allow-list (> 0, the runbook's zero tolerance) is a missing limit; 0 is a false alarm
     ("runbook-sandbox-escape", dict(SB, host_unattributed_activity="no", violation_allowed="no", off_list_egress=1), "limits-missing"),
     ("runbook-sandbox-escape", dict(SB, host_unattributed_activity="no", violation_allowed="no", off_list_egress=0), "false-positive"),
+    # ---- tree:model-lifecycle (chapter 30 section 30.7, figure 30-3; 第30章-模型生命周期管理.md@3312a816)
+    ("model-lifecycle", dict(production_models="no"), "convention"),
+    # five-minute budget = 300 s: section 30.3's night of archaeology (hours, here 30 min = 1800 s > 300) closes gaps first;
+    # a registry lookup of 2 min = 120 s <= 300 goes on
+    ("model-lifecycle", dict(production_models="yes", five_tuple_answer_time="30min"), "close-gaps"),
+    # "more than 5 releases a month": 5 is not more than 5 (low frequency), 3 is low, 12 is high
+    ("model-lifecycle", dict(production_models="yes", five_tuple_answer_time="2min", monthly_releases=5, reflux_into_training="no"), "devops"),
+    ("model-lifecycle", dict(production_models="yes", five_tuple_answer_time="2min", monthly_releases=3, reflux_into_training="yes"),
+     "devops-with-reflux"),
+    ("model-lifecycle", dict(production_models="yes", five_tuple_answer_time="2min", monthly_releases=12, platform_staff_and_no_bypass="no",
+                             reflux_into_training="no"), "devops"),
+    ("model-lifecycle", dict(production_models="yes", five_tuple_answer_time="2min", monthly_releases=12, platform_staff_and_no_bypass="yes",
+                             reflux_into_training="no"), "platform"),
+    ("model-lifecycle", dict(production_models="yes", five_tuple_answer_time="2min", monthly_releases=12, platform_staff_and_no_bypass="yes",
+                             reflux_into_training="yes"), "platform-with-reflux"),
+    # ---- tree:model-rollout (chapter 30 sections 30.4.3 and 30.4.4; 第30章-模型生命周期管理.md@3312a816)
+    # FX1110, the book's account: 200 GB x 40 instances / 10 GB/s = 800 s > 300 s (five-minute rollback): stage the last good version
+    ("model-rollout", dict(last_good_resident="no", weight_package_bytes="200GB", pull_instances=40, source_bandwidth="10GB/s"),
+     "stage-last-good"),
+    # the edge itself: 75 GB x 40 / 10 GB/s = 300 s <= 300 s fits; then the book's canary (below) against a 6 h wait
+    ("model-rollout", dict(BOOK_CANARY, last_good_resident="no", weight_package_bytes="75GB", pull_instances=40, source_bandwidth="10GB/s",
+                           max_observation_window="6h"), "canary"),
+    # the book's canary: n = 16 x 0.03 x 0.97 / 0.02^2 = 1164 (the book's ~1200); window = 1164 / (20 x 0.08 x 0.05) = 14550 s = 4.04 h.
+    # a 6 h wait (21600 s) fits: canary; a 2 h wait (7200 s) does not, but shadow at 100% is 14550 x 0.05 = 727.5 s (the book's
+    # ~13 min) <= 7200: shadow first; a 10 min wait (600 s) is shorter even than 727.5 s: widen the share or coarsen the metric
+    ("model-rollout", dict(BOOK_CANARY, last_good_resident="yes", max_observation_window="6h"), "canary"),
+    ("model-rollout", dict(BOOK_CANARY, last_good_resident="yes", max_observation_window="2h"), "shadow-first"),
+    ("model-rollout", dict(BOOK_CANARY, last_good_resident="yes", max_observation_window="10min"), "widen-or-coarsen"),
 ]
 
 MINE = sorted({c[0] for c in CASES})
