@@ -1,6 +1,6 @@
 """Issue 30, continued: runbooks 10 (model quality regression), 11 (agent credential leak) and
 12 (sandbox escape or policy failure) as diagnosis trees, and the chapter 30 trees (model-lifecycle,
-model-rollout),
+model-rollout) and the chapter 29 tree (observability-eval),
 walked to every leaf.
 
 Inputs come from the book's own examples where it gives them (the runbook or chapter file named in
@@ -88,6 +88,17 @@ CASES = [
     ("model-rollout", dict(BOOK_CANARY, last_good_resident="yes", max_observation_window="6h"), "canary"),
     ("model-rollout", dict(BOOK_CANARY, last_good_resident="yes", max_observation_window="2h"), "shadow-first"),
     ("model-rollout", dict(BOOK_CANARY, last_good_resident="yes", max_observation_window="10min"), "widen-or-coarsen"),
+    # ---- tree:observability-eval (chapter 29 section 29.5, figure 29-5; 第29章-可观测性与评测流水线.md@8e80088d)
+    ("observability-eval", dict(external_commitment="no", missed_regression="no"), "l1"),
+    # section 29.1's scenario: a regression monitoring missed for eleven days goes to L2 even on an internal platform
+    ("observability-eval", dict(external_commitment="no", missed_regression="yes", multi_engine="no"), "l2-keep"),
+    # "more than 3 tenants": 3 is not more than 3, so back to the missed-regression question
+    ("observability-eval", dict(external_commitment="yes", sharing_tenants=3, missed_regression="yes", multi_engine="yes"), "l2-otel-map"),
+    # weekly = 7 x 86400 = 604800 s: 5 tenants changing every 90 days (7776000 s > 604800, quarterly) stay at L2;
+    # every 7 days (604800 <= 604800) is weekly: L3
+    ("observability-eval", dict(external_commitment="yes", sharing_tenants=5, change_interval="90d", multi_engine="no"), "l2-keep"),
+    ("observability-eval", dict(external_commitment="yes", sharing_tenants=5, change_interval="7d", multi_engine="no"), "l3-keep"),
+    ("observability-eval", dict(external_commitment="yes", sharing_tenants=5, change_interval="7d", multi_engine="yes"), "l3-otel-map"),
 ]
 
 MINE = sorted({c[0] for c in CASES})
