@@ -1,7 +1,7 @@
 """Issue 30, continued: runbooks 10 (model quality regression), 11 (agent credential leak) and
-12 (sandbox escape or policy failure) as diagnosis trees, and the chapter 30 trees (model-lifecycle,
-model-rollout) and the chapter 29 tree (observability-eval),
-walked to every leaf.
+12 (sandbox escape or policy failure) as diagnosis trees, the chapter 30 trees (model-lifecycle,
+model-rollout), the chapter 29 tree (observability-eval) and the chapter 1 and 2 trees
+(reading-start, problem-location), walked to every leaf.
 
 Inputs come from the book's own examples where it gives them (the runbook or chapter file named in
 each case's comment, cdavid817/AI-Infra); otherwise they are hand-picked, stated beside the case,
@@ -99,6 +99,26 @@ CASES = [
     ("observability-eval", dict(external_commitment="yes", sharing_tenants=5, change_interval="90d", multi_engine="no"), "l2-keep"),
     ("observability-eval", dict(external_commitment="yes", sharing_tenants=5, change_interval="7d", multi_engine="no"), "l3-keep"),
     ("observability-eval", dict(external_commitment="yes", sharing_tenants=5, change_interval="7d", multi_engine="yes"), "l3-otel-map"),
+    # ---- tree:reading-start (chapter 1 section 1.7, figure 1-6; 第01章-从大数据基础设施到AI基础设施.md@66915518)
+    ("reading-start", dict(reader_situation="selection_only"), "selection"),
+    ("reading-start", dict(reader_situation="new_owner", follows_algorithm_terms="no"), "translation"),
+    # "crosses machines": more cards than one node's 8; 64 > 8 crosses, 8 (one full node) does not
+    ("reading-start", dict(reader_situation="new_owner", follows_algorithm_terms="yes", largest_job_gpus=64), "part-one"),
+    ("reading-start", dict(reader_situation="new_owner", follows_algorithm_terms="yes", largest_job_gpus=8), "platform-first"),
+    ("reading-start", dict(reader_situation="burning_problem", problem_side="training"), "training-side"),
+    ("reading-start", dict(reader_situation="burning_problem", problem_side="inference"), "inference-side"),
+    ("reading-start", dict(reader_situation="burning_problem", problem_side="unclear"), "place-on-thread"),
+    # ---- tree:problem-location (chapter 2 section 2.7, figure 2-4; 第02章-两条主线解剖与框架地图.md@894df91a)
+    ("problem-location", dict(problem_thread="training_job", training_symptom="waiting_for_data"), "data-segment"),
+    ("problem-location", dict(problem_thread="training_job", training_symptom="out_of_memory"), "compute-segment"),
+    ("problem-location", dict(problem_thread="training_job", training_symptom="no_scaling"), "sync-segment"),
+    ("problem-location", dict(problem_thread="training_job", training_symptom="periodic_stall"), "checkpoint-segment"),
+    ("problem-location", dict(problem_thread="training_job", training_symptom="interruptions"), "cross-segment"),
+    # runbook 07's edge, half of TTFT: with a 2 s TTFT, 1.5 s of queueing (> 0.5 x 2 = 1 s) is long; 0.2 s (<= 1 s) is short
+    ("problem-location", dict(problem_thread="online_request", broken_metric="ttft", queue_time="1.5s", ttft="2s"), "queue-segment"),
+    ("problem-location", dict(problem_thread="online_request", broken_metric="ttft", queue_time="0.2s", ttft="2s"), "prefill-segment"),
+    ("problem-location", dict(problem_thread="online_request", broken_metric="tpot"), "decode-segment"),
+    ("problem-location", dict(problem_thread="online_request", broken_metric="tenant_throttling"), "gateway-segment"),
 ]
 
 MINE = sorted({c[0] for c in CASES})
