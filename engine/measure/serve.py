@@ -84,7 +84,7 @@ def terms(root, m) -> dict:
     n = 0.0 if w.get("rate") else float(w.get("requests") or 0) / replicas
     want = _concurrency(w, replicas)
     clients = want if want else n
-    return dict(fixed=float(clients), rate=float(w.get("rate") or 0) / replicas, fits=float(fits), burst=n, stat=_STAT.get(m.statistic, -1.0), g=float(g), ep=float(ep), replicas=float(replicas),
+    return dict(fixed=float(clients), rate=float(w.get("rate") or 0) / replicas, fits=float(fits), burst=n, run=float(w.get("requests") or 0) / replicas, stat=_STAT.get(m.statistic, -1.0), g=float(g), ep=float(ep), replicas=float(replicas),
                 output=float(s.output), prompt=float(s.prompt), ctx=float(c0["ctx"]), w_dense=w_dense, w_expert=w_expert, experts=experts, top_k=float(s.top_k),
                 cd1=lin1, ca1=max(cd1 - lin1, 0.0), kv1=kv1, ar_n=ar_n, ar_steps=2.0 * (tp - 1), ar1=ar1, ep1=ep1, cp=float(c0["flops_prefill"] * s.prompt / g),
                 peak=s.peak, hbm=s.hbm_bw, link=s.nvlink_bw, ep_link=s.nvlink_bw if g <= s.nvlink_domain else s.scaleout_bw,
@@ -180,9 +180,12 @@ def times(t: dict[str, np.ndarray], p: dict[str, np.ndarray]) -> dict[str, np.nd
         k = np.flatnonzero(open_loop)
         ts, ps, pre = {n: v[k] for n, v in t.items()}, {n: v[k] for n, v in p.items()}, prefill[k]
         ck = np.ones(len(k))
+        # at most what the engine runs at once, and never more than the run's requests: an open loop of N requests
+        # offered faster than the engine completes them holds at most N in flight (the rest of its overload is queue)
+        top = np.where(ts.get("run", np.zeros(len(k))) > 0, np.minimum(_slots(ts), ts.get("run", np.zeros(len(k)))), _slots(ts))
         for _ in range(12):
             e2e = _closed(ts, ps, ck, pre, burst=False)[0]
-            ck = np.clip(0.5 * ck + 0.5 * ts["rate"] * e2e, 1.0, _slots(ts))
+            ck = np.clip(0.5 * ck + 0.5 * ts["rate"] * e2e, 1.0, top)
         c = c.copy()
         c[k] = ck
     e2e, ttft, tpot, x = _closed(t, p, c, prefill)

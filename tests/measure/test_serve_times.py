@@ -83,6 +83,15 @@ def test_an_open_loop_rate_solves_littles_law():
     assert out["request_throughput"] <= rate
 
 
+def test_an_overloaded_open_loop_holds_at_most_its_runs_requests():
+    # 1000 requests/s offered to an instance that completes a few per second: the fixed point c = rate x E2E would run
+    # away to the K/V capacity (100); a run of 20 requests never has more than 20 in flight, so the engine runs 20 at
+    # once, as 20 closed-loop clients would (same step, TPOT)
+    over = times(fixed=0, rate=1000.0, run=20)
+    assert over["tpot"] == pytest.approx(times(fixed=20)["tpot"], rel=1e-12)
+    assert times(fixed=0, rate=1000.0)["tpot"] == pytest.approx(times(fixed=100)["tpot"], rel=1e-12)  # no run stated: the K/V cap
+
+
 def test_clients_beyond_the_kv_capacity_wait_for_a_slot():
     # 10 clients, K/V room for 2: the engine runs 2 (same step, TPOT and throughput as 2 clients); by Little's law on
     # its queue the 8 others ahead drain at X requests/s, a wait of 8 / X on top of the 2-client TTFT
