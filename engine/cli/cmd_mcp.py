@@ -1,4 +1,4 @@
-"""``aiinfra mcp``: serve the engine as Model Context Protocol tools over stdio (engine.mcp_server).
+"""``aiinfra mcp``: serve the engine as Model Context Protocol tools over stdio (engine.cli.mcp_tools).
 
 The SDK is the optional extra ``mcp``; without it the verb says how to install it and exits 2.
 Nothing here imports the SDK until the verb runs.
@@ -35,7 +35,7 @@ def run(args) -> int:
 
     root = getattr(args, "root", None)
     if args.list:
-        from engine.mcp_server.tools import schemas
+        from engine.cli.mcp_tools.tools import schemas
 
         sys.stdout.write(schemas(root) + "\n")
         return 0
@@ -46,7 +46,7 @@ def run(args) -> int:
         from engine.cli.common import root_of
 
         root_of(args)  # a bad --root is refused here, before the transport starts
-    from engine.mcp_server.server import serve
+    from engine.cli.mcp_tools.server import serve
 
     serve(root)
     return 0

@@ -49,7 +49,21 @@ def _build(args) -> dict:
     root = root_of(args) if getattr(args, "root", None) is not None else None
     out = _out_of(args)
     note("building the site (generating pages, then mkdocs --strict)...")
-    return run(out, root)
+    result = run(out, root)
+    _llms_txt(result.get("out"), root)
+    return result
+
+
+def _llms_txt(out, root) -> None:
+    """The site's llms.txt (the MCP tools the engine serves), written beside the pages: the tool table reads the CLI's
+    own parsers, so it is written here, above the site layer, not by the page generator."""
+    from pathlib import Path
+
+    from engine.cli.common import write_atomic
+    from engine.cli.mcp_tools import llms_txt
+
+    if out:
+        write_atomic(str(Path(out) / llms_txt.PATH), llms_txt.render(root))
 
 
 def _out_of(args) -> str | None:

@@ -67,9 +67,7 @@ def generate(root: str, hand_pages: dict[str, str] | None = None, data: SiteData
     pages += source_pages.pages(root, {f"site/{name}": text for name, text in (hand_pages or {}).items()})
     conditions = {**calculator_pages.conditions(data), **trees.conditions(data)}
     script = formulas_script(data, conditions)
-    from engine.mcp_server import llms_txt
-
-    return Site(pages, navigation(data, bool(accuracy)), {FORMULAS_JS: script, **figures, llms_txt.PATH: llms_txt.render(root)})
+    return Site(pages, navigation(data, bool(accuracy)), {FORMULAS_JS: script, **figures})
 
 
 def formulas_script(data: SiteData, conditions: dict) -> str:

@@ -199,7 +199,10 @@ def flips(t, runner) -> list[str]:
                 continue
             used = sorted(tree.symbols())
             table = {n: sp.Symbol(n, positive=True) for n in used}
-            cond = symbolic.to_sympy(tree, table).args[0][1]
+            expr = symbolic.to_sympy(tree, table)
+            if not isinstance(expr, sp.Piecewise):
+                continue  # the comparison holds on the whole positive domain (count > 0 of a positive symbol): no flip
+            cond = expr.args[0][1]
             if not isinstance(cond, sp.core.relational.Relational):
                 continue  # and/or of several comparisons: the regions below say it
             eq = (cond.lhs - cond.rhs).subs({table[k]: sp.nsimplify(v, rational=True) for k, v in params.items() if k in table})

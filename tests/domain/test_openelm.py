@@ -118,8 +118,9 @@ def test_state_of_a_request_on_an_h100(models, capsys):
     code = main(["state", "--model", "openelm-450m", "--context", "2048", "--device", "h100-sxm", "--format", "json"])
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["bytes_per_request"] == 47_710_208 and data["formulas"] == ["FX910", "FX70", "FX801"]
-    # h100-sxm 80e9 B less the weights 457,179,136 x 2 B = 79,085,641,728 B free; / 47,710,208 = 1657.6 -> 1657
-    assert data["device"]["weight_bytes"] == 914_358_272 and data["device"]["requests"] == 1657
+    # FX72 (vLLM's rule, every command's convention): 0.9 x 85,018,877,624.32 B (h100-sxm's driver total, 79.18 GiB)
+    # - 5 GiB (5,368,709,120 B) - the weights 457,179,136 x 2 B = 70,233,922,469.9 B; / 47,710,208 = 1472.1 -> 1472
+    assert data["device"]["weight_bytes"] == 914_358_272 and data["device"]["requests"] == 1472
 
 
 def test_a_tensor_parallel_split_is_refused_by_name(models):

@@ -72,11 +72,17 @@ def test_the_tp_block_says_what_is_split_and_what_is_left_out(tp8):
 
 
 def test_tp1_output_has_no_tp_block(capsys):
-    code, out, _ = run([*ARGS, "--tp", "1"], capsys)
+    # the whole 70B model does not fit one H100 (131.42 GiB of BF16 weights > 66.26 GiB usable): refused, exit 2
+    code, _, err = run([*ARGS, "--tp", "1"], capsys)
+    assert code == 2 and "do not fit" in err
+    # on one B200 (178.35 GiB driver total: 0.9 x 178.35 - 5 = 155.5 GiB usable) it fits
+    argv = [a if a != "h100-sxm" else "b200" for a in ARGS]
+    code, out, _ = run([*argv, "--tp", "1"], capsys)
     data = json.loads(out)
     assert code == 0 and "tensor_parallel" not in data and "tp" not in data["scenario"]
-    # whole model on one GPU: (69,501,714,432 * 2 + 335,544,320) / 3.35e12 = 41.59 ms plus 0.05 % activations
-    assert data["totals"]["single_roofline_s"] == pytest.approx((69_501_714_432 * 2 + 335_544_320) / BW, rel=3e-3)
+    # whole model on one GPU: (69,501,714,432 * 2 + 335,544,320) / 8e12 (B200 HBM, DGX B200 datasheet) = 17.42 ms plus
+    # 0.05 % activations
+    assert data["totals"]["single_roofline_s"] == pytest.approx((69_501_714_432 * 2 + 335_544_320) / 8e12, rel=3e-3)
 
 
 def row(kind, **costs):

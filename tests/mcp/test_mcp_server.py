@@ -93,7 +93,7 @@ def test_other_verbs_and_the_tool_list_do_not_import_the_sdk():
 
 
 def test_llms_txt_names_every_tool_the_server_lists():
-    from engine.mcp_server import llms_txt, tools
+    from engine.cli.mcp_tools import llms_txt, tools
 
     text = llms_txt.render()
     assert text.startswith("# aiinfra\n\n> ")

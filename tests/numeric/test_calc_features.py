@@ -122,7 +122,6 @@ def test_sweep_plot_is_written_atomically_with_normal_permissions(tmp_path, caps
     (["--sweep", "context_tokens=1024..2048", "--plot", "/"], "--plot"),
     (["--set", "context_tokens=8192", "--plot", "x.svg"], "--plot"),
     (["--sweep", "context_tokens=1024..2048", "--plot", "out.txt"], "--plot"),
-    (["--set", "context_tokens=8192", "--precision", "fp4"], "--precision"),
 ])
 def test_bad_sweep_and_preset_input(extra, field, capsys):
     code, out, err = run([*BASE, *extra], capsys)

@@ -50,7 +50,7 @@ def out(result, name):
 # 500 output tokens; the book's KV headroom of about 40 GB per card is taken as 40 GiB.
 BOOK_70B = dict(params=70e9, params_active=70e9, bytes_param=1, layers=80, heads=64, head_dim=128, kv_heads=8,
                 kv_bytes=2, tp_size=4, peak_flops="400TFLOPS", hbm_bandwidth="3TB/s", prompt_tokens=4096,
-                avg_output_tokens=500)
+                avg_output_tokens=500, mfu=1)
 
 # Qwen3-8B-sized on one H100 SXM: 8e9 parameters in BF16 (16 GB), Qwen/Qwen3-8B config.json
 # shape (36 layers, 32 query heads, 8 KV heads, head_dim 128, BF16 cache: 147456 B per token),
@@ -363,7 +363,7 @@ def test_cli_help_names_book_terms(capsys):
 # driver-reported 79.18 GiB, measured MFU 0.38..0.43 (Llama 3 paper, table 4; a pre-training band), point 0.405.
 LLAMA_70B_H100 = ["--model", "llama-3.1-70b", "--device", "h100-sxm", *sets(
     qps=50, prompt_tokens=2048, avg_output_tokens=256, ttft_target="1s", tpot_target="50ms", kv_bytes=2,
-    engine_overhead_bytes="4GiB")]
+    engine_overhead_bytes="4GiB", mfu=(0.38 + 0.43) / 2, mbu=1)]  # MFU: the h100-sxm record's measured band; MBU 1 (the datasheet bandwidth); both pinned, the defaults are the serving calibration's
 PARAMS_70B = 70553706496
 PEAK_H100 = 989.4e12
 MFU_H100 = (0.38 + 0.43) / 2

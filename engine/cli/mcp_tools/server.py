@@ -11,7 +11,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from engine import __version__
-from engine.mcp_server import invoke, tools
+from engine.cli.mcp_tools import invoke, tools
 
 INSTRUCTIONS = ("aiinfra: estimates for AI infrastructure from one source of formulas (the book's Appendix B), model and device records, "
                 "calculators, decision trees and planners. Results are the CLI's --format json contracts; values are in canonical units "

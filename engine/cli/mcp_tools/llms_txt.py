@@ -1,5 +1,5 @@
 """The site's ``llms.txt`` (llmstxt.org): what the project is and the MCP tools ``aiinfra mcp`` serves,
-written from the same tool table the server lists (engine.mcp_server.tools)."""
+written from the same tool table the server lists (engine.cli.mcp_tools.tools)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ strings with a unit (`80GiB`, `3.35TB/s`, `200ms`) or a range (`1..3`, `8192+-10
 
 
 def render(root: str | None = None) -> str:
-    from engine.mcp_server.tools import build
+    from engine.cli.mcp_tools.tools import build
 
     lines = [HEAD]
     for tool in build(root):
