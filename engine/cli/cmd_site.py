@@ -62,7 +62,7 @@ def _llms_txt(out, root) -> None:
     from engine.cli.common import write_atomic
     from engine.cli.mcp_tools import llms_txt
 
-    if out:
+    if out and Path(out).is_dir():
         write_atomic(str(Path(out) / llms_txt.PATH), llms_txt.render(root))
 
 

@@ -58,8 +58,12 @@ def calibrated(root, kind: str, parameter: str, device: str | None, precision: s
 
 
 def calc_presets(root, calculator: str, device: str | None, precision: str, presets: dict) -> dict:
-    """mfu / mbu presets for a calculator under the rule above (``presets``: what the model and device filled)."""
+    """mfu / mbu presets for a calculator under the rule above (``presets``: what the model and device filled). Without
+    a device there is no generation to take: the calculator keeps its formulas' own defaults, as the site's forms do,
+    so a run without --device prints the same numbers as the calculator page."""
     out = {}
+    if not device:
+        return out
     if calculator in SERVE_CALCULATORS:
         wanted = SERVE
     elif calculator in TRAIN_CALCULATORS and "mfu" not in presets:  # a measured band on the device record stays

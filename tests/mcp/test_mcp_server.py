@@ -28,7 +28,23 @@ def _session(calls):
         async with mcp.Client(params, read_timeout_seconds=120) as client:
             out["value"] = await calls(client)
 
-    anyio.run(main)
+    # in a thread of its own: an event loop another test left running in this thread (Playwright's sync API in the
+    # browser tests) would make anyio.run refuse to start here
+    import threading
+
+    errors = []
+
+    def run():
+        try:
+            anyio.run(main)
+        except BaseException as exc:  # noqa: BLE001  (raised again in the test's thread)
+            errors.append(exc)
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    worker.join()
+    if errors:
+        raise errors[0]
     return out["value"]
 
 
