@@ -47,6 +47,11 @@ def _fabric(m) -> str:
     return kernels.fabric_of(m.workload)
 
 
+def _transport(m) -> str:
+    """The network a collective's hops across nodes cross (kernels.transport_of), for its network latency scale."""
+    return kernels.transport_of(m.workload)
+
+
 def _gen(m) -> str:
     return generation(m.device)
 
@@ -78,7 +83,8 @@ KINDS = {
         Param("e_gemm", 0.7, 0.05, 1.0, "gen"), Param("launch", 5e-6, 1e-7, 1e-3, "gen"), Param("e_hbm", 0.8, 0.2, 1.0, None)), {"gen": _gen}),
     "hbm": Kind("hbm", kernels.hbm_terms, kernels.hbm_times, (Param("e_hbm", 0.85, 0.2, 1.0, "gen"),), {"gen": _gen}),
     "collective": Kind("collective", kernels.collective_terms, kernels.collective_times, (
-        Param("latency", 5e-6, 1e-8, 1e-3, "gen"), Param("e_link", 0.8, 0.05, 3.0, "gen"), Param("e_inner", 0.8, 0.05, 1.0, None)), {"gen": _fabric}),
+        Param("lat_scale", 1.0, 0.1, 30.0, "gen"), Param("net_scale", 1.0, 0.1, 30.0, "transport"), Param("e_link", 0.8, 0.05, 3.0, "gen"),
+        Param("e_inner", 0.8, 0.05, 1.0, None)), {"gen": _fabric, "transport": _transport}),
 }
 
 

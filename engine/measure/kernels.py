@@ -7,12 +7,15 @@ inputs at the compute precision's element size and the output in BF16 (FP32 for 
 HBM: achieved bandwidth = datasheet bandwidth x e_hbm (a read-write copy as STREAM counts it).
 
 Collectives as nccl-tests reports them: algbw = S / t, busbw = algbw x factor (all-reduce 2 (n-1)/n,
-all-gather, reduce-scatter and all-to-all (n-1)/n; FX1's wire bytes per rank are S x factor), and
-t = steps x latency + S x factor / (link x e_link): steps 2 (n-1) for a ring all-reduce, n-1 for the others, 2 for
-NVLS (the switch reduces). The link is the device's NVLink per direction inside a node, its host link for PCIe,
-the scale-out NIC per GPU (400 Gb/s = 50 GB/s) across nodes. Across nodes the collective is hierarchical: the G ranks
-of one scale-up domain (a node; a whole NVL72 rack) exchange S x factor(G) over it, then each carries S x factor(N / G)
-/ G across the NICs. Latency and e_link are fitted per fabric, e_inner once.
+all-gather, reduce-scatter and all-to-all (n-1)/n; FX1's wire bytes per rank are S x factor). The time is the
+library's own choice (engine.measure.nccl_tuning): the smallest, over the algorithms and protocols NCCL (RCCL on
+AMD devices) would run at that size and topology, of its tuning model's latency (base + hops inside the scale-up
+domains, x lat_scale per fabric; hops across the network x net_scale per transport) plus S x factor / (link x e_link)
+divided by the protocol's share of the link. The link is the device's NVLink per direction inside a node, its host
+link for PCIe (GeForce cards, whose peer traffic goes through host memory), the scale-out NIC per GPU (400 Gb/s =
+50 GB/s) across nodes. Across nodes the collective is hierarchical: the G ranks of one scale-up domain (a node; a
+whole NVL72 rack) exchange S x factor(G) over it, then each carries S x factor(N / G) / G across the NICs.
+lat_scale and e_link are fitted per fabric, net_scale per transport (RDMA, Ethernet), e_inner once.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from engine.measure import nccl_tuning
 from engine.measure.generations import Unmapped
 
 ELEMENT = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp4": 0.5, "nvfp4": 0.5625, "mxfp4": 0.53125}
@@ -68,6 +72,16 @@ def hbm_times(t, p) -> dict:
     return dict(bandwidth=t["hbm"] * p["e_hbm"])
 
 
+def transport_of(w: dict) -> str:
+    """The scale-out transport whose hop latency a call pays across nodes: 'rdma' for InfiniBand and RoCE (NCCL's and
+    RCCL's verbs transport, what their NET latencies are for), 'ethernet' for the rest (AWS EFA's SRD through the
+    libfabric plugin, Google's GPUDirect-TCPXO: transports of their own, with their own latency); 'none' for a call
+    inside one scale-up domain (no network hop)."""
+    if fabric_of(w) != "scaleout":
+        return "none"
+    return "rdma" if (w.get("fabric") or "infiniband") in ("infiniband", "roce") else "ethernet"
+
+
 def fabric_of(w: dict) -> str:
     """The fabric the collective's bottleneck runs on: as stated (an NVL72 rack is NVLink across its hosts); unstated,
     NVLink inside one node and the scale-out NICs across nodes; InfiniBand, RoCE and Ethernet are all 'scaleout'."""
@@ -108,33 +122,53 @@ def collective_terms(root, m) -> dict:
             raise Unmapped(f"{m.device} records no scale-up interconnect")
         link = hardware.quantity(ic["per_direction"], "B/s")
     factor = FACTOR[op](n)
-    algorithm = (w.get("algorithm") or "").lower()
-    steps = 2.0 if (fabric == "nvls" or algorithm == "nvls") else (2.0 * (n - 1) if op == "allreduce" else float(n - 1))
-    out = dict(size=float(w["message_bytes"]), factor=factor, steps=steps, link=link, fabric=fabric, inner=0.0, inner_link=1.0)
+    out = dict(size=float(w["message_bytes"]), factor=factor, link=link, fabric=fabric, inner=0.0, inner_link=1.0, factor_outer=factor)
     nodes = int(w.get("nodes", 1))
+    domains = 1  # scale-up domains the call spans (NCCL's nodes): an NVL72 rack over NVLink is one
     if fabric == "scaleout" and nodes > 1:
         # hierarchical, as NCCL runs across nodes: the G ranks that share a scale-up domain (a node, or a whole NVL72 rack)
         # reduce among themselves over it, then each of them carries 1/G of the message across the NICs
         from engine.measure.generations import nvlink_domain
 
         g = min(n, nvlink_domain(m.device)) if nvlink_domain(m.device) > 8 else max(1, n // nodes)
-        outer = max(1, n // g)
+        domains = max(1, n // g)
         ic = rec.get("interconnect") or {}
         if g > 1 and ic.get("per_direction"):
-            out.update(inner=FACTOR[op](g), inner_link=hardware.quantity(ic["per_direction"], "B/s"), factor_outer=FACTOR[op](outer) / g)
-        else:
-            out["factor_outer"] = factor
-        out["steps"] = 2.0 * (outer - 1) + 2.0 * (g - 1) if op == "allreduce" else float(outer - 1 + g - 1)
-    else:
-        out["factor_outer"] = factor
+            out.update(inner=FACTOR[op](g), inner_link=hardware.quantity(ic["per_direction"], "B/s"), factor_outer=FACTOR[op](domains) / g)
+    out.update(nccl_tuning.slot_terms(_algorithms(rec, m.device, w, op, n, domains, fabric, out["size"])))
     return out
 
 
+def library_of(device: str) -> str:
+    """RCCL for AMD Instinct devices (their generations are CDNA), NCCL for the rest."""
+    from engine.measure.generations import generation
+
+    return "rccl" if generation(device).startswith("cdna") else "nccl"
+
+
+def _algorithms(rec: dict, device: str, w: dict, op: str, n: int, domains: int, fabric: str, size: float) -> dict:
+    """The (algorithm, protocol) pairs the library would choose among for this call, with their latencies
+    (engine.measure.nccl_tuning): RCCL on AMD devices, NCCL otherwise; hops inside a node are NVLink class over
+    NVLink, NVSwitch and xGMI, PCI class where the GPUs have no scale-up link (peer-to-peer or through host memory)."""
+    from engine.measure.generations import nvlink_domain
+
+    library = library_of(device)
+    has_link = bool((rec.get("interconnect") or {}).get("per_direction"))
+    intra = "pci" if fabric == "pcie" or not has_link else "nvlink"
+    nvls = fabric == "nvls"
+    mesh8 = library == "rccl" and fabric == "xgmi" and nvlink_domain(device) == 8
+    return nccl_tuning.candidates(library, op, n, domains, intra, w.get("algorithm"), nvls, mesh8, size)
+
+
 def collective_times(t, p) -> dict:
-    """nccl-tests' time of the collective: the latency of its steps, the scale-up share of a hierarchical one, and the
-    wire bytes over the fabric's link (busbw = S x factor / time, the factor of all n ranks as nccl-tests reports it)."""
-    time = t["steps"] * p["latency"] + t["size"] * t.get("factor_outer", t["factor"]) / (t["link"] * p["e_link"])
+    """nccl-tests' time of the collective as the library's tuner picks it: the smallest, over the algorithms and
+    protocols it would run (nccl_tuning), of their latency x lat_scale plus the byte time x their protocol's
+    bandwidth multiplier; the byte time is the wire bytes over the fabric's link and the scale-up share of a
+    hierarchical call (busbw = S x factor / time, the factor of all n ranks as nccl-tests reports it)."""
+    bytes_time = t["size"] * t.get("factor_outer", t["factor"]) / (t["link"] * p["e_link"])
     if "inner" in t:  # terms of one scale-up domain carry no inner share (0)
-        time = time + t["size"] * t["inner"] / (t["inner_link"] * p["e_inner"])
+        bytes_time = bytes_time + t["size"] * t["inner"] / (t["inner_link"] * p["e_inner"])
+    slots = [k[4:] for k in t if k.startswith("lat_")]
+    time = np.min([t[f"lat_{k}"] * p["lat_scale"] + t[f"net_{k}"] * p["net_scale"] + t[f"bw_{k}"] * bytes_time for k in slots], axis=0)
     algbw = t["size"] / time
     return dict(time=time, algorithm_bandwidth=algbw, bus_bandwidth=algbw * t["factor"])

@@ -1,9 +1,10 @@
 """Calibration (engine/measure/calibrate.py): the least-squares fit recovers the parameters a synthetic table
 was generated with, and the held-out prediction of a family never sees that family's measured values.
 
-The synthetic table is the collective kind's: 8-rank ring all-reduces over NVLink (450e9 B/s per direction),
-t = 14 x latency + S x 1.75 / (450e9 x e_link), generated with latency 4 us and e_link 0.8 (and, for the
-scale-out rows, 30 steps of 12 us and 50e9 B/s x 0.6 for a 16-rank ring).
+The synthetic table is the collective kind's: 8-rank ring all-reduces over NVLink (450e9 B/s per direction), one
+algorithm slot whose tuner latency is 14 us (14 steps of 1 us), t = 14e-6 x lat_scale + S x 1.75 / (450e9 x e_link),
+generated with lat_scale 4 and e_link 0.8 (and, for the scale-out rows, a 30 us tuner latency x 12 and 50e9 B/s x 0.6
+for a 16-rank ring). The network part of the slot is 0, so net_scale is not identified and is not asserted.
 """
 
 from __future__ import annotations
@@ -38,27 +39,27 @@ def synthetic(families=("a", "b", "c"), scale: dict | None = None, scaleout: boo
     for fam in families:
         for i, size in enumerate(SIZES):
             rows.append(row(i, fam, "nvlink", nvlink_time(size) * (scale or {}).get(fam, 1.0)))
-            terms.append(dict(size=float(size), factor=1.75, steps=14.0, link=450e9))
+            terms.append(dict(size=float(size), factor=1.75, link=450e9, lat_ring=14e-6, net_ring=0.0, bw_ring=1.0))
     if scaleout:
         for i, size in enumerate(SIZES):
             rows.append(row(100 + i, "s", "roce", scaleout_time(size)))
-            terms.append(dict(size=float(size), factor=2 * 15 / 16, steps=30.0, link=50e9))
+            terms.append(dict(size=float(size), factor=2 * 15 / 16, link=50e9, lat_ring=30e-6, net_ring=0.0, bw_ring=1.0))
     return calibrate.table(KIND, rows, terms)
 
 
 def test_the_fit_recovers_the_generating_parameters():
     fitted = calibrate.fit(synthetic())
     # one group (nvlink): its value and the shared one coincide at the exact solution; recovered to 0.1 %
-    assert fitted["latency"]["nvlink"] == pytest.approx(4e-6, rel=1e-3)
+    assert fitted["lat_scale"]["nvlink"] == pytest.approx(4.0, rel=1e-3)
     assert fitted["e_link"]["nvlink"] == pytest.approx(0.8, rel=1e-3)
-    assert fitted["latency"]["shared"] == pytest.approx(4e-6, rel=1e-3)
+    assert fitted["lat_scale"]["shared"] == pytest.approx(4.0, rel=1e-3)
 
 
 def test_each_fabric_gets_its_own_values_shrunk_toward_the_shared_one():
     fitted = calibrate.fit(synthetic(scaleout=True))
     # two groups: the prior (3 per unit of log of group / shared) pulls each toward the shared value, so a group
     # lands between its generating value and the shared one, never beyond its own (no swing), within 20 %
-    for name, truth in (("latency", {"nvlink": 4e-6, "scaleout": 12e-6}), ("e_link", {"nvlink": 0.8, "scaleout": 0.6})):
+    for name, truth in (("lat_scale", {"nvlink": 4.0, "scaleout": 12.0}), ("e_link", {"nvlink": 0.8, "scaleout": 0.6})):
         shared = fitted[name]["shared"]
         assert min(truth.values()) < shared < max(truth.values()), (name, shared)
         for group, value in truth.items():
@@ -68,8 +69,8 @@ def test_each_fabric_gets_its_own_values_shrunk_toward_the_shared_one():
 
 def test_predict_with_the_generating_parameters_reproduces_the_table():
     tab = synthetic()
-    pred = calibrate.predict(tab, {"latency": {"shared": 4e-6}, "e_link": {"shared": 0.8}})
-    # 8 B: 14 x 4e-6 + 8 x 1.75 / 3.6e11 = 5.6e-5 + 3.9e-11 s
+    pred = calibrate.predict(tab, {"lat_scale": {"shared": 4.0}, "e_link": {"shared": 0.8}})
+    # 8 B: 14e-6 x 4 + 8 x 1.75 / 3.6e11 = 5.6e-5 + 3.9e-11 s
     assert pred[0] == pytest.approx(5.6e-5 + 8 * 1.75 / 3.6e11, rel=1e-12)
     np.testing.assert_allclose(pred, tab.measured, rtol=1e-12)
 
