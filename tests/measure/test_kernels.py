@@ -203,3 +203,22 @@ def test_pcie_runs_on_the_host_link():
 def test_a_one_rank_collective_is_not_evaluated():
     with pytest.raises(Unmapped, match="^a collective over one rank moves nothing$"):
         kernels.collective_terms(shipped_root(), record({"op": "allreduce", "ranks": 1, "message_bytes": GIB}, gpus=1))
+
+
+@pytest.mark.parametrize(("library", "ranks", "nodes", "intra", "algorithm", "base", "intra_hop", "inter_hop"), [
+    ("nccl", 8, 1, "nvlink", "ring", 6.6, 0.6, 0.0),   # NCCL tuning.cc @5067397c: ring LL over NVLink
+    ("nccl", 4, 1, "pci", "ring", 6.6, 1.0, 0.0),      # ring LL over PCI
+    ("nccl", 32, 4, "nvlink", "tree", 6.8, 0.6, 5.0),  # tree LL, NET tree LL 5.0
+    ("rccl", 16, 2, "nvlink", "tree", 12.0, 0.9, 10.5),  # RCCL tuning_model_5: base 12, xGMI tree LL 0.9, NET tree LL 10.5
+])
+def test_the_tuner_latencies_are_fx711(library, ranks, nodes, intra, algorithm, base, intra_hop, inter_hop):
+    # the engine's per-slot latency (inside + across the network) is FX711 with the same constants
+    from engine import api
+    from engine.measure import nccl_tuning
+
+    cands = nccl_tuning.candidates(library, "allreduce", ranks, nodes, intra, algorithm, False, False, 1024.0)
+    local, net, _ = cands[(algorithm, "LL")]
+    given = dict(tuner_algorithm=algorithm, base_latency=base * 1e-6, intra_hop_latency=intra_hop * 1e-6, inter_hop_latency=inter_hop * 1e-6,
+                 ranks=ranks, scaleup_domains=nodes)
+    want = api.evaluate("FX711", **given).outputs["algorithm_latency"].value
+    assert local + net == pytest.approx(want, rel=1e-12)
