@@ -82,6 +82,24 @@ PROTOCOL_BANDWIDTH = {("ring", "LL"): 0.5, ("ring", "LL128"): 0.92, ("ring", "Si
                       ("allpairs", "LL"): 0.5, ("allpairs", "Simple"): 1.0, ("nvls", "Simple"): 1.0}
 TREE_BANDWIDTH = {"LL": 0.92 / 3.8, "Simple": 0.92}  # LL128: 0.92 x 7/9 in one node, 0.92 x 120/128 across nodes
 
+# NCCL's tree correction (ncclTopoGetAlgoTime): the tree's bandwidth x this factor at log2i(bytes >> 6) = 0 .. 22
+# ("Trees are not perfectly sticking to the model for medium sizes", powers of two from 64 B)
+TREE_CORRECTION = {
+    "LL": (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0),
+    "LL128": (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0),
+    "Simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9),
+}
+
+
+def tree_correction(protocol: str, size: float) -> float:
+    """NCCL's tree bandwidth correction for a message of ``size`` bytes (1 outside 64 B .. 512 MiB)."""
+    chunks = int(size) >> 6
+    if chunks < 1:
+        return 1.0
+    log_size = log2i(chunks)
+    return TREE_CORRECTION[protocol][log_size] if log_size < 23 else 1.0
+
+
 # the candidate slots every collective row carries (a slot the library would not run is infinite)
 SLOTS = tuple((a, p) for a in ("ring", "tree") for p in PROTOCOLS) + (("nvls", "Simple"), ("allpairs", "LL"), ("allpairs", "Simple"))
 
@@ -131,6 +149,7 @@ def candidates(library: str, op: str, ranks: int, nodes: int, intra: str, algori
         for p in protocols:
             local = base[("tree", p)] + 2 * (per_node - 1) * hop[(intra, "tree", p)]
             eff = TREE_BANDWIDTH.get(p, 0.92 * 120 / 128)
+            eff *= tree_correction(p, size) if not amd else 1.0
             out[("tree", p)] = (local * 1e-6, 2 * log2i(nodes) * hop[("net", "tree", p)] * 1e-6, ranks / (ranks - 1) / eff)
     return out
 

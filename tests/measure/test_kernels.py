@@ -152,13 +152,22 @@ def test_roce_runs_on_the_scaleout_nic_per_gpu():
 def test_an_allreduce_across_four_nodes_may_take_the_tree():
     # 32 B200 ranks on 4 nodes of 8 (NCCL tuning.cc @5067397c): tree LL = 6.8 + 2 x (8 - 1) x 0.6 = 15.2 us inside,
     # 2 x log2(4) x 5.0 = 20 us across; ring LL = 6.6 + (62 - 6) x max(0.6, 1) = 62.6 us inside, 6 x 2.7 = 16.2 us across.
-    # The tree's bytes: algbw = busBw / 2 against the ring's busBw x 32 / 62, and busBw x 0.92 / 3.8 for LL:
-    # multiplier 32 / 31 / (0.92 / 3.8) = 4.2636
+    # The tree's bytes: algbw = busBw / 2 against the ring's busBw x 32 / 62, busBw x 0.92 / 3.8 for LL, and NCCL's tree
+    # correction at log2(32768 / 64) = 9, 0.7 for LL: multiplier 32 / 31 / (0.92 / 3.8 x 0.7) = 6.0909
     t = kernels.collective_terms(shipped_root(), record({"op": "allreduce", "ranks": 32, "nodes": 4, "message_bytes": 32768,
                                                          "fabric": "ethernet"}, device="b200", gpus=32))
     assert (t["lat_tree_LL"], t["net_tree_LL"]) == pytest.approx((15.2e-6, 20e-6), rel=1e-12)
     assert (t["lat_ring_LL"], t["net_ring_LL"]) == pytest.approx((62.6e-6, 16.2e-6), rel=1e-12)
-    assert t["bw_tree_LL"] == pytest.approx(4.2636, rel=1e-4)
+    assert t["bw_tree_LL"] == pytest.approx(6.0909, rel=1e-4)
+
+
+def test_nccls_tree_correction_by_size():
+    from engine.measure.nccl_tuning import tree_correction
+
+    # tuning.cc @5067397c treeCorrectionFactor, index log2i(bytes >> 6): 128 KiB -> 2048 -> 11: LL .5, LL128 .6, Simple .5;
+    # under 64 B and from 2^29 B (index 23) no correction
+    assert [tree_correction(p, 131072) for p in ("LL", "LL128", "Simple")] == [0.5, 0.6, 0.5]
+    assert tree_correction("Simple", 32) == tree_correction("Simple", 2**30) == 1.0
 
 
 def test_an_mi300x_node_runs_rccl_msccl_all_pairs_for_small_messages():
