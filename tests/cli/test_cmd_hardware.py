@@ -106,8 +106,8 @@ def test_show_csv_and_md(capsys, hw):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["hardware", "show", "h800"], "aiinfra: error: ID: no device 'h800' (did you mean h200 or h800-sxm? known: a100-pcie-80gb,"),
-    (["hardware", "show", "h100-sx"], "aiinfra: error: ID: no device 'h100-sx' (did you mean h100-sxm or h800-sxm or h100-nvl? known: a100-pcie-80gb,"),
+    (["hardware", "show", "h800"], "aiinfra: error: ID: no device 'h800' (did you mean h200 or h800-sxm? known: a10, a100-pcie-40gb, a100-pcie-80gb,"),
+    (["hardware", "show", "h100-sx"], "aiinfra: error: ID: no device 'h100-sx' (did you mean h100-sxm or h800-sxm or h100-nvl? known: a10, a100-pcie-40gb, a100-pcie-80gb,"),
     (["hardware", "show", "Not An Id"], "aiinfra: error: ID: 'Not An Id' is not a hw id (expected hw:name)"),
     (["--root", "/nonexistent/aiinfra-root", "hardware", "list"], "aiinfra: error: --root: '/nonexistent/aiinfra-root' is not a folder"),
 ])

@@ -10,6 +10,14 @@ token; 8,192 tokens = 1.125 GiB per request; BF16 weights 16.38 GB = 15.26 GiB; 
 - l4       measured 21.95 GiB: 19.76 - 15.26 - 5 = -0.50 GiB, no room for the K/V
 - rtx-4090 measured 23.64 GiB: 21.28 - 15.26 - 5 =  1.02 GiB, less than one 1.125 GiB request
 - tpu-v5e  derived 16 x 0.99 = 15.84 GiB: 14.26 - 15.26 - 5 < 0, the weights alone do not fit
+Issue 28's wider registry adds more cards too small for it (16-bit weights, FP16 where the card has no BF16):
+- a10      measured 21.98 GiB: 19.78 - 15.26 - 5 = -0.48 GiB
+- rtx-3090 measured 23.59 GiB: 21.23 - 15.26 - 5 =  0.97 GiB, less than one 1.125 GiB request
+- rtx-3080 measured  9.77 GiB; t4 measured 15095 MiB = 14.74 GiB; v100-sxm2-16gb measured 15.77 GiB;
+  v100-pcie-16gb, p100-sxm2-16gb, p100-pcie-16gb derived 16 x 0.99 = 15.84 GiB, p100-pcie-12gb 11.88 GiB:
+  x 0.9 is below the 15.26 GiB of weights; mi25 and mi50-16gb derived 15.84 GiB (FP16) likewise
+- rtx-4000-ada measured 19.67 GiB, rtx-2000-ada measured 15.70 GiB: their records state only an FP32 peak, so the
+  run answers at FP32 (32.76 GB = 30.5 GiB of weights), more than either card holds
 """
 
 from __future__ import annotations
@@ -23,7 +31,9 @@ from engine.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
 DEVICES = sorted(p.stem for p in (ROOT / "knowledge" / "hardware").glob("*.yaml"))
-DOES_NOT_FIT = {"l4", "rtx-4090", "tpu-v5e"}  # see the module's hand arithmetic
+DOES_NOT_FIT = {"l4", "rtx-4090", "tpu-v5e",  # see the module's hand arithmetic
+                "a10", "rtx-3090", "rtx-3080", "t4", "v100-sxm2-16gb", "v100-pcie-16gb", "p100-sxm2-16gb", "p100-pcie-16gb",
+                "p100-pcie-12gb", "mi25", "mi50-16gb", "rtx-4000-ada", "rtx-2000-ada"}
 NOT_FIT_WARNINGS = ("the KV budget per GPU is not positive", "not even one request of this context fits")
 
 

@@ -84,7 +84,9 @@ def measured_hbm():
 
 def test_the_factor_is_the_median_share_of_the_measured_hbm_devices(measured_hbm):
     # measured / nominal-as-GiB (engine/domain/usable_memory.py's table): A100 40GB 0.98734, H100 NVL 0.98940,
-    # H100 SXM 0.98975, A100 80GB 0.99070, B200 0.99083, H200 0.99091, MI300X 0.99992 -> median 0.99070 -> 0.99
+    # H100 SXM 0.98975, A100 80GB 0.99070, B200 0.99083, H200 0.99091, MI300X 0.99992 -> median 0.99070 -> 0.99;
+    # issue 28 added two deviceQuery totals (GH200 96GB HBM3 94.5/96 = 0.98438, V100 SXM2 16GB 15.765/16 = 0.98534):
+    # median of the nine 0.98975, still 0.99
     shares = {ident: got / nominal for ident, got, nominal in measured_hbm}
     print(shares)
     assert len(shares) >= 7
@@ -95,11 +97,15 @@ def test_the_factor_is_the_median_share_of_the_measured_hbm_devices(measured_hbm
 
 
 def test_the_rule_is_within_one_percent_of_every_measured_hbm_device(measured_hbm):
-    # worst: MI300X, 192 x 0.99 = 190.08 GiB against the measured 191.98 GiB, -1.0 %; every NVIDIA device within 0.3 %
+    # worst: MI300X, 192 x 0.99 = 190.08 GiB against the measured 191.98 GiB, -1.0 %; the NVIDIA devices within 0.6 %
+    # (GH200 96GB HBM3: 96 x 0.99 = 95.04 GiB against deviceQuery's 94.50 GiB, +0.57 %; V100 SXM2 16GB: 15.84 against
+    # 15.765 GiB, +0.47 %; the seven devices the rule was fitted on are within 0.3 %)
     errors = {ident: (nominal * HBM_SHARE - got) / got for ident, got, nominal in measured_hbm}
     print(errors)
     assert max(abs(e) for e in errors.values()) < 0.011
-    assert max(abs(e) for ident, e in errors.items() if ident != "hw:mi300x") < 0.003
+    assert max(abs(e) for ident, e in errors.items() if ident != "hw:mi300x") < 0.006
+    fitted = ("hw:a100-sxm-40gb", "hw:a100-sxm-80gb", "hw:b200", "hw:h100-nvl", "hw:h100-sxm", "hw:h200")
+    assert max(abs(errors[ident]) for ident in fitted) < 0.003
 
 
 def test_every_shipped_device_has_a_usable_total(k, dev):
