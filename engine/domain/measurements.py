@@ -74,6 +74,7 @@ class Measurement:
     assumed: tuple[dict, ...] = ()
     note: str = ""
     speculative: dict | None = None  # the run's speculative decoding or MTP (method, draft_tokens, acceptance), None without
+    backend: str | None = None  # the engine's runtime where a release ships several (TensorRT-LLM's pytorch backend); None: its default
 
     def lay(self, name: str, default=1):
         return self.layout.get(name, default)
@@ -169,7 +170,8 @@ def _build(row: dict, rid: str, source: str, family: str, place: str, models, de
                       workload=dict(row.get("workload", {})), engine=row.get("engine"), engine_version=row.get("engine_version"),
                       metric=row["metric"], statistic=row.get("statistic", "single"), value=value, unit=CANONICAL[row["unit"]],
                       stated=f"{row['value']:g} {row['unit']}", where=row["where"], assumed=tuple(row.get("assumed", ())),
-                      note=row.get("note", ""), speculative=dict(row["speculative"]) if row.get("speculative") else None)
+                      note=row.get("note", ""), speculative=dict(row["speculative"]) if row.get("speculative") else None,
+                      backend=row.get("backend"))
     return rec, None
 
 

@@ -64,10 +64,13 @@ def _engine(m) -> str:
     """The engine and its release series (vllm-0.7, sglang-0.5): a step's scheduling, sampling and launch overhead belongs to
     the release that ran it (vLLM's V1 engine replaced V0's scheduler as the default in 0.8.0; a release is rewritten,
     not tuned), so one engine's old and new releases are not forced to share one constant. A row whose version does not
-    read as major.minor keeps the engine's name alone."""
+    read as major.minor keeps the engine's name alone. A runtime a release ships beside its default (the record's
+    backend: TensorRT-LLM 0.17's PyTorch preview beside its TensorRT engines) is a series of its own."""
     import re
 
     name = (m.engine or "unstated").lower()
+    if getattr(m, "backend", None) and m.engine:
+        name = f"{name}-{m.backend.lower()}"
     v = re.match(r"v?(\d+)\.(\d+)", (m.engine_version or "").strip())
     return f"{name}-{int(v.group(1))}.{int(v.group(2))}" if v and m.engine else name
 

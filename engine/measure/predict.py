@@ -15,6 +15,12 @@ from engine.measure.fitted import calibration
 from engine.measure.generations import Unmapped, generation
 
 
+def engine_layout(tp: int, ep: int, engine: str | None) -> dict:
+    from engine.measure.serve import engine_layout as layout
+
+    return layout(tp, ep, engine)
+
+
 def _row(kind: str, model: str | None, device: str, gpus: int, layout: dict, workload: dict, precision: dict, engine: str | None):
     from engine.domain.measurements import Measurement
 
@@ -66,7 +72,7 @@ def serve(root, model: str, device: str, *, tp: int, ep: int = 1, replicas: int 
     elif batch:
         workload["batch"] = batch
     prec = {k: v for k, v in (("weights", weights), ("kv_cache", kv_cache), ("compute", precision)) if v}
-    row = _row("serve", model, device, tp * ep * replicas, {"tp": tp, "ep": ep}, workload, prec, engine)
+    row = _row("serve", model, device, tp * ep * replicas, engine_layout(tp, ep, engine), workload, prec, engine)
     return _predict(root, "serve", row)
 
 
@@ -104,7 +110,7 @@ def simulate_serve(root, model: str, device: str, *, tp: int, ep: int = 1, repli
     if requests < 1:
         raise InputError("--requests", f"{requests} is not a positive number of requests")
     prec = {k: v for k, v in (("weights", weights), ("kv_cache", kv_cache), ("compute", precision)) if v}
-    row = _row("serve", model, device, tp * ep * replicas, {"tp": tp, "ep": ep}, {"prompt": prompt, "output": output, "concurrency": concurrency or 1},
+    row = _row("serve", model, device, tp * ep * replicas, engine_layout(tp, ep, engine), {"prompt": prompt, "output": output, "concurrency": concurrency or 1},
                prec, engine)
     got = _calibrated(root, "serve", row)
     if isinstance(got, dict):

@@ -4,8 +4,9 @@
 payloads and counts of one pinned instance); ``times`` turns the terms into TTFT, TPOT and throughput
 for a vector of calibration parameters, cheaply, so the fit can call it thousands of times.
 
-Per instance of g = TP x EP GPUs holding c requests (the record's concurrency over its DP replicas,
-capped by the K/V pages that fit, as engines admit):
+A record states its layout as the engine does (``instance``: EP lives inside the TP ranks, attention DP splits them into
+groups); the terms are those of plan serve's instance of g = TP x EP GPUs, TP the attention TP and EP the attention groups,
+holding c requests (the record's concurrency over its replicas, capped by the K/V pages that fit, as engines admit):
   decode step  T_d = max(FX131 matrix FLOPs / (peak x e_decode), weight bytes / (HBM x e_hbm))
                      + max(FX30's attention FLOPs / (peak x e_decode), FX132 K/V bytes / (HBM x e_kv))  (kernels in turn)
                      + FX704 TP all-reduces (FX50: 2 (TP-1) steps x latency + FX1 wire bytes / (NVLink x e_link))
@@ -42,17 +43,13 @@ def terms(root, m) -> dict:
         raise Unmapped("pipeline-parallel serving is not modelled")
     if lay.get("prefill_workers") or lay.get("decode_workers"):
         raise Unmapped("disaggregated prefill/decode pools are not evaluated by validate yet")
-    tp, ep = int(lay.get("tp", 1)), int(lay.get("ep", 1))
-    dp = int(lay.get("dp", 1))
-    if lay.get("attention_dp") and ep > 1 and tp > 1 and dp == 1:
-        raise Unmapped("attention data parallel inside a TP group is not modelled")
-    g = tp * ep
+    tp, ep, g = instance(lay, m.engine)  # the engine model's attention TP, attention groups and GPUs per instance
     if m.gpus % g:
-        raise Unmapped(f"{m.gpus} GPUs are not a multiple of TP x EP = {g}")
+        raise Unmapped(f"{m.gpus} GPUs are not a multiple of the instance's {g} GPUs")
     replicas = m.gpus // g
     prec = m.precision
     s = _space(str(root), m.model, m.device, int(w["prompt"]), int(w["output"]), prec.get("weights"), prec.get("kv_cache"),
-               prec.get("compute", prec.get("weights", "bf16")))
+               compute_precision(str(root), m.device, prec))
     if tp not in s.tp:
         raise Unmapped(f"TP {tp} does not divide the model's heads (valid: {', '.join(map(str, s.tp))})")
     f = _Formulas(str(root))
@@ -91,6 +88,77 @@ def terms(root, m) -> dict:
                 budget=float(limit[0]), max_running=float(limit[1] or 10**9),
                 prefill_first=float(prefill_first(m.engine, m.engine_version)), on_demand=float(ENGINE_ADMISSION.get((m.engine or "").lower()) == "on-demand"),
                 capped=bool(clients and fits < clients))
+
+
+def instance(lay: dict, engine: str | None = None) -> tuple[int, int, int]:
+    """A record's layout as the engine states it -> (attention TP, attention groups, GPUs per instance) of the engine model,
+    whose instance of TP x EP GPUs runs attention in EP groups of TP ranks (each holding its share of the requests) and
+    splits the routed experts over all TP x EP GPUs (engine.plan.serve_eval).
+
+    The engines place the expert-parallel group inside the tensor-parallel ranks, not beside them:
+      TensorRT-LLM  moe_tensor_parallel_size x moe_expert_parallel_size = tensor_parallel_size; enable_attention_dp runs
+                    attention on every rank for its own requests (attention DP = TP, its GEMM weights replicated)
+      SGLang        --ep-size equals or divides --tp-size; --enable-dp-attention splits the --tp-size ranks into --dp-size
+                    attention groups of tp / dp ranks (attn_tp_size = tp_size // dp_size); releases to 0.4.3 set dp = tp
+      vLLM          --enable-expert-parallel spreads the experts over TP x DP ranks; --data-parallel-size runs attention
+                    data parallel beside TP (an instance of TP x DP GPUs)
+    So an instance is the record's tp GPUs (vLLM: tp x dp with attention_dp), EP does not multiply it, and each GPU holds
+    1/tp of the routed experts' weights whatever EP is (experts / EP of the experts, each split tp / EP ways as MoE-TP).
+    Without attention DP that is the engine model's TP = tp at EP 1 (the MoE output reduced with the TP all-reduce);
+    with it, attention groups of tp / dp ranks (dp unstated: dp = tp, every rank its own requests)."""
+    tp, ep, dp = int(lay.get("tp", 1)), int(lay.get("ep", 1)), int(lay.get("dp", 1))
+    if not lay.get("attention_dp"):
+        if ep > 1 and tp % ep:
+            raise Unmapped(f"EP {ep} does not divide TP {tp}: the engines place the expert-parallel ranks inside the TP group")
+        return tp, 1, tp
+    if (engine or "").lower() == "vllm":  # DP beside TP: an instance of tp x dp GPUs, attention TP tp in dp groups
+        return tp, dp, tp * dp
+    groups = dp if dp > 1 else tp
+    if tp % groups:
+        raise Unmapped(f"attention DP {groups} does not divide TP {tp} (the attention groups split the TP ranks)")
+    if ep > 1 and tp % ep:
+        raise Unmapped(f"EP {ep} does not divide TP {tp}: the engines place the expert-parallel ranks inside the TP group")
+    return tp // groups, groups, tp
+
+
+def engine_layout(tp: int, ep: int, engine: str | None = None) -> dict:
+    """plan serve's TP x EP (an instance of TP x EP GPUs, attention in EP groups of TP ranks, experts over all of them) as
+    a record states it in the engine's terms; :func:`instance` reads it back as (tp, ep, tp x ep)."""
+    if ep <= 1:
+        return {"tp": tp}
+    if (engine or "").lower() == "vllm":  # --tensor-parallel-size TP --data-parallel-size EP --enable-expert-parallel
+        return {"tp": tp, "dp": ep, "ep": tp * ep, "attention_dp": True}
+    return {"tp": tp * ep, "dp": ep, "ep": tp * ep, "attention_dp": True}  # SGLang --tp-size TP x EP --dp-size EP --enable-dp-attention
+
+
+def compute_precision(root: str, device: str, prec: dict) -> str:
+    """The matrix products' precision of a record: as stated, else its weights' format where the device has a peak at it,
+    else BF16: an engine runs weights narrower than the GPU's tensor cores as weight-only quantisation, dequantised to
+    BF16 inside the matrix kernels (vLLM's Marlin and Triton MoE kernels for MXFP4 on Hopper, Ampere and CDNA3, FP8 on
+    Ampere), so the bytes are the weights' and the FLOPs run at the BF16 peak."""
+    if prec.get("compute"):
+        return prec["compute"]
+    weights = str(prec.get("weights") or "bf16").strip().lower()
+    from engine.domain.storage import COMPUTE_BITS
+
+    if weights not in COMPUTE_BITS or COMPUTE_BITS[weights] >= 16:
+        return weights
+    return weights if weights in _formats(root, device) else "bf16"
+
+
+@lru_cache(maxsize=64)
+def _formats(root: str, device: str) -> tuple[str, ...]:
+    """The precisions and block-scaled formats the device states a dense peak for."""
+    from engine.core.errors import InputError
+    from engine.domain import hardware
+    from engine.kb.knowledge import load_single_folder
+
+    try:
+        dev = hardware.find(load_single_folder(root, "hardware"), device, "--device")
+    except InputError:
+        return ()
+    dense = [p for p in dev.peaks if not p.sparse]
+    return tuple(sorted({p.precision for p in dense} | {f for p in dense for f in p.formats}))
 
 
 @lru_cache(maxsize=512)

@@ -150,7 +150,10 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
     if experts:
         top_k = int(mv["top_k"])
         expert_params = (params - active) * experts / (experts - top_k)  # every routed expert the same size (as space.build)
-    tp = tuple(t for t in _divisors(heads, nvlink_domain) if kvh % t == 0 and all(n % t == 0 for n in shape.pop("state_heads", ())))
+    # TP splits the query heads; past one K/V head per rank the K/V heads are replicated (FX73; vLLM's QKVParallelLinear
+    # asserts TP % kv_heads == 0 there and keeps TP / kv_heads replicas of each, TensorRT-LLM replicates the K/V cache), so
+    # TP divides the query heads and either divides the K/V heads or is a multiple of them (a recurrent layer's heads divide)
+    tp = tuple(t for t in _divisors(heads, nvlink_domain) if (kvh % t == 0 or t % kvh == 0) and all(n % t == 0 for n in shape.pop("state_heads", ())))
     base = dict(root=str(root), prompt=prompt, output=output, ttft=float(ttft), tpot=float(tpot), layers=layers, hidden=int(mv["hidden"]),
                 heads=heads, kv_heads=kvh, attention=mv["attention"], params=params, params_active=active,
                 expert_params=expert_params, top_k=top_k, kv_bytes=float(kv_bytes), hbm=float(dv["hbm_capacity"]), hbm_bw=float(dv["hbm_bandwidth"]),
@@ -178,7 +181,7 @@ PIN_FLAGS = {"tp": "--tp", "ep": "--ep", "batch": "--batch"}
 
 def _pinned_axes(base: dict, pin: dict, experts: int, model: str) -> dict:
     """The serving axes reduced to the pinned values (``pin``: tp, ep, batch -> value), each checked against the rules the
-    search applies: TP divides the heads, K/V heads and recurrent heads within the NVLink domain, EP divides the experts
+    search applies: TP divides the heads and recurrent heads, and divides or is a multiple of the K/V heads, within the NVLink domain, EP divides the experts
     (1 for a dense model), EP divides the batch (each attention group holds whole sequences)."""
     out = {}
     for axis, value in pin.items():
@@ -190,7 +193,8 @@ def _pinned_axes(base: dict, pin: dict, experts: int, model: str) -> dict:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise InputError(flag, f"{value!r} is not a positive integer")
         if axis == "tp" and value not in base["tp"]:
-            raise InputError(flag, f"{value} is not a valid TP for {model}: it must divide the heads and K/V heads within the NVLink domain "
+            raise InputError(flag, f"{value} is not a valid TP for {model}: it must divide the heads, and divide the K/V heads or be a multiple of "
+                                   f"them (replicated past one per rank), within the NVLink domain "
                                    f"(valid: {', '.join(map(str, base['tp']))})")
         if axis == "ep" and value > 1 and (not experts or experts % value):
             raise InputError(flag, f"{value} does not divide {model}'s {experts} routed experts" if experts else f"{model} has no routed experts (EP is 1)")
@@ -336,6 +340,16 @@ def notes(s: ServeSpace) -> tuple[str, ...]:
            + (" (FX50's default, the book calculator's; give --allreduce-latency from nccl-tests)" if abs(s.allreduce_latency - 20e-6) < 1e-15 else " (given)"),
            f"fleet: FX87 replicas at waterline {s.waterline:g} for " + (f"{s.demand:g} output tokens/s" if s.demand else "one replica's goodput (no --demand/--qps)"),
            "goodput per replica FX138 (decode slots, Little's law FX81 with FX79's end-to-end latency)"]
+    from engine.domain.storage import COMPUTE_BITS
+
+    narrow = s.bytes_param_expert or s.bytes_param  # the routed experts' bytes per weight where the checkpoint stores them apart
+    if s.precision in COMPUTE_BITS and narrow < COMPUTE_BITS[s.precision] / 8 * 0.95:
+        out.append(f"weight-only quantisation: weights stored narrower than the {s.precision} products are read at their stored bytes and "
+                   f"dequantised to {s.precision} inside the matrix kernels (vLLM's Marlin and Triton MoE kernels run MXFP4 and FP8 this way "
+                   f"on GPUs without those tensor cores), so FLOPs run at the {s.precision} peak")
+    if s.attention != "mla" and max(s.tp) > s.kv_heads:
+        out.append(f"K/V heads: TP above the {s.kv_heads} K/V heads replicates them (FX73; vLLM keeps TP / {s.kv_heads} copies of each, "
+                   f"TensorRT-LLM replicates the cache): one K/V head per rank, the K/V bytes per GPU stop falling at TP {s.kv_heads}")
     if s.attention == "mla":
         out.append(f"MLA: the latent ({s.kv_lora_rank} + {s.qk_rope_head_dim} per layer, F8) is held whole on every TP rank (FX73); FX30's attention "
                    f"term at width {s.attn_dim_prefill:g} for the expanded prefill ((nope + rope + v) / 2) and {s.attn_dim_decode:g} for the "
@@ -362,7 +376,13 @@ def notes(s: ServeSpace) -> tuple[str, ...]:
                    "reads, attention FLOPs and the split's K/V transfer")
     if s.expert_params:
         out.append("MoE: instance = TP x EP GPUs, EP attention groups each hold batch / EP sequences; every expert's weights read each step "
-                   "(a large batch routes to all); All2All F19 forward over NVLink inside the domain, else 50 GB/s scale-out")
+                   "(a large batch routes to all); All2All F19 forward over NVLink inside the domain, else 50 GB/s scale-out. In the engines' "
+                   "terms this is tensor parallel TP x EP with attention data parallel over EP groups of TP ranks and the experts over all "
+                   "of them (SGLang --tp-size TP x EP --dp-size EP --enable-dp-attention; TensorRT-LLM tensor_parallel_size TP x EP with "
+                   "enable_attention_dp when TP is 1). An engine's expert parallel without attention DP (TensorRT-LLM moe_expert_parallel_size "
+                   "x moe_tensor_parallel_size = tensor_parallel_size, SGLang --ep-size dividing --tp-size, vLLM --enable-expert-parallel at "
+                   "data parallel 1) is plan serve's TP = the engine's tensor parallel size at EP 1: the same weights and K/V per GPU, "
+                   "the MoE output reduced with the TP all-reduce")
     if len(s.modes) > 1:
         pool = f"prefill pool TP {s.tp_prefill}" if s.tp_prefill else "no prefill TP meets TTFT, so no split point does"
         out.append(f"split: {pool} (FX151 then the first valid TP meeting TTFT), sized by FX155 "

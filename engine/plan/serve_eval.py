@@ -7,7 +7,7 @@ the tie-break everywhere.
 
 Per point, decode instance of g = TP x EP GPUs (compiled formulas, NumPy twins, no sympy):
   weights per GPU  F6 (bytes per weight of --weights) of the dense part / TP + F6 of the routed experts / (TP x EP)
-  KV per token     F8 over TP (an MLA latent whole on every rank, FX73); sliding-window layers hold at most the window (FX70);
+  KV per token     F8 over min(TP, KV heads) (FX73: past one KV head per rank the heads are replicated; an MLA latent whole on every rank); sliding-window layers hold at most the window (FX70);
                    each of the EP attention groups holds batch / EP sequences (EP divides the batch)
   memory           weights + batch/EP x FX70 K/V of a request at prompt + output tokens, per GPU <= usable (FX72's vLLM rule: 0.9 x the runtime's total - 5 GiB, as calc kv-concurrency and state)
   decode step      FX75 roofline = max(FX131 compute at MFU, FX132 HBM reads at MBU), context prompt + output/2
@@ -195,8 +195,10 @@ def constants(s: ServeSpace, f: _Formulas | None = None) -> dict:
 
 
 def kv_share(s: ServeSpace, tp):
-    """The share of a request's K/V one TP rank holds (FX73): 1/TP of the KV heads (TP divides them), the whole MLA latent."""
-    return 1.0 if s.attention == "mla" else 1.0 / tp
+    """The share of a request's K/V one TP rank holds (FX73): 1 / min(TP, KV heads) (past one KV head per rank the engines
+    replicate the heads: vLLM's QKVParallelLinear keeps max(1, kv_heads / TP) per rank with TP / kv_heads replicas, TensorRT-LLM
+    replicates the K/V cache when its heads are fewer than the ranks), the whole MLA latent."""
+    return 1.0 if s.attention == "mla" else 1.0 / np.minimum(tp, s.kv_heads)
 
 
 def on_gpu(s: ServeSpace, c: dict, key: str, tp):

@@ -73,8 +73,9 @@ def test_gated_deltanet_hybrid_state_beside_the_attention_layers():
     assert c["state"] == 65_863_680 and c["kv_token"] == 20_480
     assert c["kv_request"] == (4096 + 512) * 20_480  # the attention layers' K/V only
     assert c["handover"] == 4096 * 20_480 + 65_863_680  # a split moves the prompt's K/V and the state
-    # TP divides the 16 heads, the 2 KV heads and the 16 / 32 recurrent heads: 1 or 2
-    assert s.tp == (1, 2)
+    # TP divides the 16 heads and the 16 / 32 recurrent heads, and divides the 2 KV heads or is a multiple of them (past one
+    # KV head per rank vLLM replicates them, FX73): 1, 2, 4 or 8 within the NVLink domain of 8
+    assert s.tp == (1, 2, 4, 8)
     # FX30's attention term in the 10 attention layers only: 2 x 2 x 10 x s x 16 x 256
     assert c["flops_prefill"] - 2 * s.params_active == pytest.approx(2 * 2 * 10 * 4096 * 16 * 256, rel=1e-12)
     assert any(n.startswith("hybrid: 30 Gated DeltaNet layers") for n in notes(s))
