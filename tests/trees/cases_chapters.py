@@ -139,4 +139,39 @@ CASES = [
                                kv_pool_total="40GB", prefix_squeeze="yes", squeeze_source="new_common_prefix"), "pin-prefix"),
     ("runbook-kv-thrash", dict(preemption_rate=0.5, containment="done", running_vs_baseline="flat", top_request_kv_bytes=147456 * 8192,
                                kv_pool_total="40GB", prefix_squeeze="no"), "ledger-changed"),
+    # ---- tree:vector-index (ch15 §15.7, figure 15-2; 第15章-向量与检索基础设施.md@108da486)
+    # §15.3: the knowledge base launched with 8 million 1024-dimension FP32 vectors: 8e6 < 1e7, no new system
+    ("vector-index", dict(vector_count=8e6, vector_dim=1024), "embedded"),
+    # hand-picked: 2 billion vectors > 1e9 go straight to IVF+PQ on shards
+    ("vector-index", dict(vector_count=2e9, vector_dim=1024), "quantise-shard"),
+    # §15.3: 80 million vectors on the 512 GB big-memory machine; FX1130: 8e7 x 1024 x 4 x 1.15 x 1.3 = 4.898816e11 B
+    # <= 5.12e11 B (§15.4.4: "at the cliff edge"). Hand-picked recall 0.95 and P99 8 ms (< 10 ms): latency and recall
+    # first; hand-picked 500 queries/s against 1000 per replica fit one replica
+    ("vector-index", dict(vector_count=8e7, vector_dim=1024, recall_target=0.95, p99_latency_target="8ms", machine_memory="512GB",
+                          qps=500, replica_qps=1000), "hnsw"),
+    # §15.4.1: 100 million 1024-dimension FP32 vectors: 1e8 x 6123.52 B = 6.12352e11 B > 5.12e11 B: does not fit
+    ("vector-index", dict(vector_count=1e8, vector_dim=1024, recall_target=0.95, p99_latency_target="8ms", machine_memory="512GB"),
+     "quantise-shard"),
+    # cost first: recall 0.90 < 0.95; or recall 0.95 but a P99 target of 50 ms >= 10 ms (both hand-picked)
+    ("vector-index", dict(vector_count=8e7, vector_dim=1024, recall_target=0.90, p99_latency_target="8ms", qps=500, replica_qps=1000), "ivf"),
+    ("vector-index", dict(vector_count=8e7, vector_dim=1024, recall_target=0.95, p99_latency_target="50ms", qps=500, replica_qps=1000), "ivf"),
+    # FX1131: hand-picked 2500 queries/s over 1000 per replica = 3 replicas; 3 x 4.898816e11 = 1.4696448e12 B:
+    # a 2 TB budget pays (<=), a 1 TB budget does not (>): quantise first
+    ("vector-index", dict(vector_count=8e7, vector_dim=1024, recall_target=0.95, p99_latency_target="8ms", machine_memory="512GB",
+                          qps=2500, replica_qps=1000, memory_budget="2TB"), "replicate"),
+    ("vector-index", dict(vector_count=8e7, vector_dim=1024, recall_target=0.95, p99_latency_target="8ms", machine_memory="512GB",
+                          qps=2500, replica_qps=1000, memory_budget="1TB"), "quantise-shard"),
+    ("vector-index", dict(vector_count=8e7, vector_dim=1024, recall_target=0.90, p99_latency_target="8ms",
+                          qps=2500, replica_qps=1000, memory_budget="2TB"), "replicate"),
+    # ---- tree:training-runtime (ch18 §18.7, figure 18-3; 第18章-并行运行时剖析.md@108da486)
+    ("training-runtime", dict(target_hardware="ascend", pytorch_assets="yes"), "route-torch-npu"),
+    ("training-runtime", dict(target_hardware="ascend", pytorch_assets="no"), "route-mindspore"),
+    # §18.4.7: RL post-training alternating generation and training is a non-standard step
+    ("training-runtime", dict(target_hardware="other", training_step="non_standard"), "own-loop"),
+    # §18.3: a 30B dense model on 32 cards of 64 GB already needs TP 8 x PP 2
+    ("training-runtime", dict(target_hardware="other", training_step="standard", needs_tp_pp="yes", max_mfu_invasive="yes"), "megatron"),
+    ("training-runtime", dict(target_hardware="other", training_step="standard", needs_tp_pp="yes", max_mfu_invasive="no"), "fsdp2-tp-pp"),
+    ("training-runtime", dict(target_hardware="other", training_step="standard", needs_tp_pp="no", memory_plan="single_owner"), "dp-sharding"),
+    # §18.3/§18.4.5: stacking another runtime's ZeRO-3 and CPU offload is the forbidden shortcut
+    ("training-runtime", dict(target_hardware="other", training_step="standard", needs_tp_pp="no", memory_plan="stack_runtimes"), "no-stacking"),
 ]

@@ -1,4 +1,4 @@
-"""Issue 30, continued: runbooks 02, 04, 05, 06 and 09 as diagnosis trees and the chapter 5
+"""Issue 30, continued: runbooks 01, 02, 04, 05, 06 and 09 as diagnosis trees and the chapter 5
 selection tree (profiling-triage), walked to every leaf.
 
 Inputs come from the book's own examples where it gives them (the runbook or chapter file named in
@@ -9,6 +9,8 @@ one on each side of every threshold. Hand arithmetic is written in the comments.
 from __future__ import annotations
 
 NCCL_DONE = dict(containment="done", all_ranks_entered="yes")
+HANG = dict(time_since_last_step="20min", train_step_time=6)  # runbook 01: hand-picked 20-minute stall of a 6 s step
+HANG_IDLE = dict(HANG, watchdog_fired="no", device_activity="all_idle")
 STRAG = dict(slowest_rank_step_time=1.15, median_rank_step_time=1.0)  # runbook 04: one card 15% slow
 
 # (tree, inputs, expected leaf); the comment says where the inputs come from
@@ -106,4 +108,20 @@ CASES = [
      "transparent-failover"),
     ("runbook-gateway-upstream", dict(containment="done", failing_upstreams=1, error_class="server_5xx", failure_point="mid_stream"), "in-stream-error"),
     ("runbook-gateway-upstream", dict(containment="done", failing_upstreams=1, error_class="egress_only"), "egress-self"),
+    # ---- tree:runbook-training-hang (runbook 01, rb-01-training-hang.md@669155188)
+    # hand-picked 6 s normal step (FX1106's example): the heartbeat threshold is 3 x 6 = 18 s; 12 s < 18 s is not yet a
+    # hang, 20 minutes (1200 s >= 18 s) is
+    ("runbook-training-hang", dict(time_since_last_step=12, train_step_time=6), "below-threshold"),
+    ("runbook-training-hang", dict(HANG, watchdog_fired="yes"), "watchdog-timeout"),
+    ("runbook-training-hang", dict(HANG, watchdog_fired="no", device_activity="computing"), "still-computing"),
+    # the 5-minute evidence budget (300 s): 2 minutes spent (120 < 300) keep collecting, 5 minutes (300 >= 300) stop now
+    ("runbook-training-hang", dict(HANG_IDLE, evidence="not_collected", evidence_elapsed="2min"), "collect-evidence"),
+    ("runbook-training-hang", dict(HANG_IDLE, evidence="not_collected", evidence_elapsed="5min"), "stop-restart"),
+    ("runbook-training-hang", dict(HANG_IDLE, evidence="collected", rank_state="all_in_collective"), "branch-a"),
+    ("runbook-training-hang", dict(HANG_IDLE, evidence="collected", rank_state="minority_outside", minority_stack="data_loading"), "b-data"),
+    ("runbook-training-hang", dict(HANG_IDLE, evidence="collected", rank_state="minority_outside", minority_stack="checkpoint_write"), "b-storage"),
+    ("runbook-training-hang", dict(HANG_IDLE, evidence="collected", rank_state="minority_outside", minority_stack="compute_kernel"), "b-hardware"),
+    ("runbook-training-hang", dict(HANG_IDLE, evidence="collected", rank_state="minority_outside", minority_stack="lock_wait"), "b-deadlock"),
+    ("runbook-training-hang", dict(HANG_IDLE, evidence="collected", rank_state="steps_differ"), "branch-c"),
+    ("runbook-training-hang", dict(HANG_IDLE, evidence="collected", rank_state="node_unreachable"), "branch-d"),
 ]
