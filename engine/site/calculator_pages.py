@@ -97,7 +97,10 @@ def calculator(data: SiteData, cid: str) -> Page:
                   "fill in the required inputs.", ""]
     lines += runs
     lines += ["## Try it", "", "The form resolves the same formula chain in your browser with functions generated from the same "
-              "SymPy expressions (no network). Leave a field empty to use its default or to derive it.", "",
+              "SymPy expressions (no network). Leave a field empty to use its default or to derive it. \"Solve for\" turns the "
+              "question around: pick an input and a condition on an output, and the form gives the interval of that input "
+              "which meets it and the end that binds, bracketed in the browser as the command line brackets it "
+              "(`--solve INPUT --where 'OUTPUT >= V'`; the command line also prints the closed form).", "",
               forms.html_block(form_spec(data, cid, examples[0]["set"] if examples else {})), ""]
     lines += [f"Command line: `aiinfra calc {calc.name} --set NAME=VALUE ...` (`--help` lists the inputs)", ""]
     file, line = split_place(data.k.places.get(cid, ""))
@@ -176,7 +179,22 @@ def form_spec(data: SiteData, cid: str, initial: dict) -> dict:
     rules = [{"key": f"{cid}#{i}", "when": fb["when"], "message": fb["message"]} for i, fb in enumerate(calc.failure_boundaries)]
     spec = {"id": cid, "inputs": calc.inputs, "outputs": calc.outputs, "optional_outputs": list(getattr(calc, "optional_outputs", [])),
             "refuse": calc.refuse, "failure_boundaries": rules, "scaled_defaults": scaled}
-    return {"kind": "calc", "id": cid, "calc": spec, "fields": fields}
+    # "solve for": each output the run prints, with the units its bound may be typed in
+    solvable = [{"name": n, "unit": graph.units.get(n, ""), "units": forms.unit_choices(graph.units.get(n, ""))}
+                for n in list(calc.outputs) + [o for o in getattr(calc, "optional_outputs", []) if o not in calc.outputs] if n in graph.producer]
+    # values the chain derives, which the command line also takes directly (--set checkpoint_bytes=13.8TB skips the
+    # formula that makes it): an "advanced" group of the form, and with the outputs the inputs it may solve for
+    numeric = [f["name"] for f in fields if not f.get("values")]
+    derived = sorted(n for n in allowed if n in graph.producer and n not in numeric and graph.known(n) and not graph.spec(n)["values"])
+    derived_fields = []
+    for name in derived:
+        value = initial.get(name)
+        field = forms.field(name, graph.spec(name), None if value is None else read_input(name, str(value), graph.spec(name)).value,
+                            f"{graph.spec(name)['desc']} (derived by {graph.producer[name]}; give it to skip that formula)", optional=True)
+        derived_fields.append(field)
+    outputs_in = [n for n in list(calc.outputs) + [o for o in getattr(calc, "optional_outputs", []) if o not in calc.outputs] if n in graph.producer]
+    return {"kind": "calc", "id": cid, "calc": spec, "fields": fields, "derived_fields": derived_fields,
+            "solve": {"outputs": solvable, "targets": numeric, "derived": derived + [n for n in outputs_in if n not in derived]}}
 
 
 def conditions(data: SiteData) -> dict:

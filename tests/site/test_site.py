@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import subprocess
@@ -104,6 +105,7 @@ const out = JSON.parse(fs.readFileSync(casesFile, 'utf8')).map(function (c) {
   try {
     if (c.kind === 'formula') return {ok: window.aiinfra.runFormula(c.id, c.given)};
     if (c.kind === 'calc') return {ok: window.aiinfra.runCalculator(c.spec, c.given)};
+    if (c.kind === 'solve') return {ok: window.aiinfra.solveCalculator(c.spec, c.given, c.target, c.conditions)};
     return {ok: window.aiinfra.walkTree(c.spec, c.given)};
   } catch (e) { return {error: String(e.field || '') + ': ' + String(e.message || e)}; }
 });
@@ -554,3 +556,125 @@ def test_serve_warns_when_the_host_is_not_loopback(host, warned, capsys):
         assert err == f"aiinfra: warning: --host {host!r} is not a loopback address: every machine that can reach it can read the site\n"
     else:
         assert err == ""
+
+
+# ---------------------------------------------------------------------- "solve for" in the browser (issue 33)
+# The README's four calculator questions, with the presets of the model and device each names (the CLI's
+# --model/--device), as the site form hands them over. Their answers are checked against hand arithmetic in
+# tests/numeric/test_calc_solve.py; here the browser's bracket must equal the command line's answer.
+README_SOLVES = (
+    ("kv-concurrency", "qwen3-8b", "h100-sxm", {"kv_bytes": 2, "gpu_memory_utilization": 0.9, "engine_overhead_bytes": "2GiB"},
+     "context_tokens", ["max_concurrent_requests >= 32"]),
+    ("kv-concurrency", "llama-3.1-70b", "h200", {"kv_bytes": 1, "context_tokens": 8192}, "tp_size", ["max_concurrent_requests >= 1"]),
+    ("training-duration", "llama-3.1-405b", "h100-sxm", {"train_tokens": "15.6T", "n_gpus": 16384}, "mfu", ["train_wall_time <= 54d"]),
+    ("checkpoint-window", None, None, {"checkpoint_bytes": "13.8TB", "ckpt_write_bandwidth": "273GB/s", "mtbf": "24h", "restart_time": "10min"},
+     "checkpoint_interval", ["checkpoint_availability >= 0.95"]),
+)
+
+
+def _solve_case(data, graph, cid, given_numbers, target, wheres):
+    from engine.numeric.calc_solve import read_where
+    from engine.site.calculator_pages import form_spec
+
+    conditions = []
+    for w in wheres:
+        c = read_where(w, graph, target)
+        conditions.append({"output": c.output, "relation": c.relation, "bound": c.bound, "text": w})
+    return {"kind": "solve", "spec": form_spec(data, cid, {})["calc"], "given": given_numbers, "target": target, "conditions": conditions}
+
+
+def _same_pieces(js: list, py: list, tol: float) -> bool:
+    if len(js) != len(py):
+        return False
+    for (a, b, *_), (c, d, *_) in zip(js, py, strict=True):
+        for p, q in ((a, c), (b, d)):
+            if p is None or q is None or math.isinf(p) or math.isinf(q):
+                if not (p == q or (p is None and math.isinf(q)) or (q is None and math.isinf(p))):
+                    return False
+            elif not (p == q or abs(p - q) <= tol * max(abs(p), abs(q)) or (min(p, q) == 0 and max(p, q) < 1e-6)):
+                return False
+    return True
+
+
+def _js_pieces(pieces):
+    return [[None if isinstance(v, str) or v is None else v for v in p[:2]] for p in pieces]
+
+
+def test_solve_for_in_javascript_equals_the_command_line(shipped, tmp_path):
+    from engine.domain import presets
+    from engine.numeric import calc_solve
+    from engine.numeric.calculators import Graph
+
+    data, script = shipped
+    graph = Graph(data.module)
+    cases, expected = [], []
+    for cid, model, device, given, target, wheres in README_SOLVES:
+        calc = data.calculators[f"calc:{cid}"]
+        _, allowed = graph.reach(calc)
+        pre = {n: v for n, (v, _src) in presets.load(data.root, model, device).items()} if model else {}
+        filled = {n: (v[0] if isinstance(v, list) else v) for n, v in {**pre, **given}.items() if n in allowed and n != target}
+        numbers = _numbers(filled, graph.spec)
+        sol = calc_solve.solve(calc, data.module, dict(numbers), {}, target, wheres)
+        cases.append(_solve_case(data, graph, calc.id, numbers, target, wheres))
+        expected.append((cid, target, sol))
+    for (cid, target, sol), got in zip(expected, run_js(tmp_path, script, cases), strict=True):
+        assert "ok" in got, f"{cid} --solve {target}: {got.get('error')}"
+        js = got["ok"]
+        py = [list(p) for p in sol.pieces]
+        assert _same_pieces(_js_pieces(js["pieces"]), py, 1e-9), f"{cid} --solve {target}: JavaScript {js['interval']} != CLI {sol.interval}"
+        assert (js["value"] is None) == (sol.value is None), (cid, target, js["value"], sol.value)
+        if sol.value is not None:
+            assert close(js["value"], sol.value), f"{cid} --solve {target}: JavaScript {js['value']!r} != CLI {sol.value!r}"
+        assert js["binding"] == sol.binding, (cid, target, js["binding"], sol.binding)
+
+
+def test_solve_for_in_javascript_equals_the_numeric_bracket_on_every_pair(shipped, tmp_path):
+    # every calculator at its first worked example, each numeric input solved for a condition on each numeric output
+    # (the bound 1% past the example's value, >= and <= in turn), as tests/numeric/test_calc_solve_walk.py walks the CLI;
+    # the browser's bisection equals the CLI's brentq bracket to 1e-9 relative, 1e-7 through floor/ceiling (the compiled
+    # chain's snap, see that file), and refuses where the CLI refuses
+    from engine.core.errors import InputError
+    from engine.numeric import calc_bracket as bracket
+    from engine.numeric import calc_solve
+    from engine.numeric.calculators import Graph, run
+    from engine.site.calculator_pages import form_spec
+
+    data, script = shipped
+    graph = Graph(data.module)
+    cases, expected = [], []
+    for cid, calc in sorted(data.calculators.items()):
+        record = data.k.calculators[cid].get("examples")
+        if not record:
+            continue
+        given = _numbers({k: v for k, v in record[0]["set"].items()}, graph.spec)
+        base = run(calc, data.module, {k: str(v) for k, v in record[0]["set"].items()}, {})
+        outputs = [(n, v.value) for n, v in base.outputs.items() if not isinstance(v.value, str) and math.isfinite(v.value)]
+        inputs = [n for n in calc.inputs if graph.known(n) and not graph.spec(n)["values"]]
+        for i, (x, (out, value)) in enumerate((x, o) for x in inputs for o in outputs):
+            rel, bound = (">=" if i % 2 == 0 else "<="), (value * 1.01 if value else 0.01)
+            where = f"{out} {rel} {bound!r}"
+            rest = {k: v for k, v in given.items() if k != x}
+            try:
+                sol = calc_solve.solve(calc, data.module, dict(rest), {}, x, [where], numeric=True)
+            except InputError as exc:
+                sol = exc
+            cases.append({"kind": "solve", "spec": form_spec(data, cid, {})["calc"], "given": rest, "target": x,
+                          "conditions": [{"output": out, "relation": rel, "bound": bound, "text": where}]})
+            expected.append((cid, x, where, sol))
+    assert len(cases) > 100
+    steps = lambda fs: any("floor(" in v["expr"] or "ceiling(" in v["expr"] for f in fs for v in data.module.FORMULAS[f]["variants"].values())  # noqa: E731
+    bad = []
+    for (cid, x, where, sol), got in zip(expected, run_js(tmp_path, script, cases), strict=True):
+        if isinstance(sol, InputError):
+            if "ok" in got:
+                bad.append(f"{cid} --solve {x} --where '{where}': the CLI refuses ({sol.field}: {sol.message}), JavaScript answers {got['ok']['interval']}")
+            continue
+        if "ok" not in got and "over its domain" in got.get("error", "") and (not sol.pieces or sol.pieces == [bracket.domain_piece(sol.domain)]):
+            continue  # an output constant over the domain (a Min at its cap): the CLI's set is empty or everything, the browser says why
+        if "ok" not in got:
+            bad.append(f"{cid} --solve {x} --where '{where}': JavaScript refuses ({got.get('error')}), the CLI answers {sol.interval}")
+            continue
+        tol = 1e-7 if steps(sol.formulas) else 1e-9
+        if not _same_pieces(_js_pieces(got["ok"]["pieces"]), [list(p) for p in sol.pieces], tol):
+            bad.append(f"{cid} --solve {x} --where '{where}': JavaScript {got['ok']['interval']} != CLI {sol.interval}")
+    assert not bad, "\n".join(bad[:20]) + f"\n({len(bad)} of {len(cases)})"

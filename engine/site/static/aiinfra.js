@@ -243,7 +243,11 @@
     return out;
   }
 
-  function runCalculator(calc, given) {
+  function runCalculator(calc, given) { return planCalculator(calc, given).run(); }
+
+  // The plan of a run (engine/numeric/calc_run.py _planned): which formulas, in which order; run()
+  // evaluates it. Solving for an input plans once and evaluates the order at many values.
+  function planCalculator(calc, given) {
     var g = new Graph();
     var plan = new Plan(calc, g, given);
     Object.keys(given).forEach(function (n) { plan.leaf(n); });
@@ -267,6 +271,11 @@
     });
     wanted = wanted.filter(function (n) { return skipped.indexOf(n) < 0; });
     refuse(calc, plan.selectors);
+    return {plan: plan, graph: g, wanted: wanted, skipped: skipped, optional: optional,
+            run: function () { return finishRun(calc, given, plan, g, wanted, skipped, optional); }};
+  }
+
+  function finishRun(calc, given, plan, g, wanted, skipped, optional) {
     var unused = Object.keys(given).filter(function (n) { return !plan.used[n]; });
     var context = {};
     unused.forEach(function (n) { if (plan.has(plan.values, n)) context[n] = plan.values[n]; });
@@ -330,6 +339,305 @@
     var outputs = {};
     outputs[meta.output.symbol] = {value: callVariant(fid, key, values), unit: meta.output.unit};
     return {inputs: inputs, outputs: outputs, formulas: [fid], warnings: []};
+  }
+
+  // ------------------------------------------------------------------ solve for an input (engine/numeric/calc_solve.py, calc_bracket.py)
+  // The calculator is planned as for a run with the solved input as a leaf (at the CLI's placeholder),
+  // then its chain is evaluated as a function of that input alone. Where each condition holds comes
+  // from samples of the input's domain (4 per decade from 1e-12 to 1e30, or 201 points of a
+  // fraction), each change between neighbours narrowed by bisection to the float step: the numeric
+  // bracket the CLI uses where SymPy has no closed form (its closed forms agree with it to 1e-9).
+  var FRACTIONS = {fraction: [true, true], positive_fraction: [false, true], fraction_below_one: [true, false]};
+  var LOWER = {nonnegative: 0, nonnegative_integer: 0, positive: 0, positive_integer: 0, ge_one: 1, ge_two_integer: 2};
+  var CLOSED_LOWER = {nonnegative: true, nonnegative_integer: true, ge_one: true, ge_two_integer: true};
+  var INTEGER = {positive_integer: true, nonnegative_integer: true, ge_two_integer: true};
+  var PLACEHOLDER = {fraction: 0.5, positive_fraction: 0.5, fraction_below_one: 0.5, ge_two_integer: 2};
+  var TOLERANCE = 1e-12;
+  var SOLVE_NOTE = "numeric: bracketed in your browser between samples of the domain (4 per decade from 1e-12 to 1e30, " +
+    "or 201 points of a fraction) and narrowed by bisection to the float step; the command line prints the closed form where SymPy finds one";
+
+  function samples(domain) {
+    var out = [], i, k;
+    if (FRACTIONS[domain]) {
+      for (i = 0; i <= 200; i++) if ((i > 0 || FRACTIONS[domain][0]) && (i < 200 || FRACTIONS[domain][1])) out.push(i / 200);
+      return out;
+    }
+    var ups = [];
+    for (k = -48; k <= 120; k++) ups.push(Math.pow(10, k / 4));
+    if (Object.prototype.hasOwnProperty.call(LOWER, domain)) {
+      var lo = LOWER[domain];
+      if (CLOSED_LOWER[domain]) out.push(lo);
+      ups.forEach(function (u) { out.push(lo + u); });
+      return out;
+    }
+    for (i = ups.length - 1; i >= 0; i--) out.push(-ups[i]);
+    out.push(0);
+    return out.concat(ups);
+  }
+
+  function domainPiece(domain) {
+    if (FRACTIONS[domain]) return [0, 1, FRACTIONS[domain][0], FRACTIONS[domain][1]];
+    if (Object.prototype.hasOwnProperty.call(LOWER, domain)) return [LOWER[domain], Infinity, !!CLOSED_LOWER[domain], false];
+    return [-Infinity, Infinity, false, false];
+  }
+
+  function holds(value, relation, bound) {
+    if (value === null) return false;
+    if (relation === ">=") return value >= bound;
+    if (relation === "<=") return value <= bound;
+    return Math.abs(value - bound) <= TOLERANCE * Math.max(1, Math.abs(bound));
+  }
+
+  // the x in [a, b] where test changes, to the float step (test(a) != test(b))
+  function narrow(fn, a, b, test) {
+    var ta = test(fn(a));
+    for (var i = 0; i < 2000; i++) {
+      var mid = (a + b) / 2;
+      if (mid === a || mid === b) break;
+      if (test(fn(mid)) === ta) a = mid; else b = mid;
+    }
+    return [a, b];
+  }
+
+  function regionOf(fn, domain, relation, bound) {
+    if (relation === "=") return equalRegion(fn, domain, bound);
+    var xs = samples(domain), test = function (v) { return holds(v, relation, bound); };
+    var states = xs.map(function (x) { return test(fn(x)); }), edges = [];
+    for (var i = 0; i + 1 < xs.length; i++) {
+      if (states[i] === states[i + 1]) continue;
+      var ab = narrow(fn, xs[i], xs[i + 1], test), r = tidy((ab[0] + ab[1]) / 2, ab), v = fn(r);
+      edges.push([r, v !== null && (Math.abs(v - bound) <= TOLERANCE * Math.max(1, Math.abs(bound)) || test(v))]);
+    }
+    return piecesFrom(domain, states[0], edges);
+  }
+
+  // The compiled chain takes a step's argument within 1e-9 relative of a whole number as that number
+  // (engine/core/codegen.py), so a boundary through floor/ceiling is found up to 1e-9 past the exact
+  // one (12288.0000123 for 12,288 tokens): an edge that close to a number of 10 significant digits is
+  // that number, as SymPy's exact set has it.
+  function tidy(r, ab) {
+    if (r === 0 || !isFinite(r)) return r;
+    var t = Number(r.toPrecision(10));
+    return Math.abs(t - r) <= 1e-9 * Math.abs(r) && (t < ab[0] || t > ab[1] || t === r) ? t : r;
+  }
+
+  function piecesFrom(domain, first, edges) {
+    var d = domainPiece(domain), out = [], state = first, start = d[0], startIn = d[2];
+    edges.forEach(function (e) {
+      if (state) out.push([start, e[0], startIn, e[1]]);
+      state = !state; start = e[0]; startIn = e[1];
+    });
+    if (state) out.push([start, d[1], startIn, d[3]]);
+    return out;
+  }
+
+  function equalRegion(fn, domain, bound) {
+    var plateaus = intersect(regionOf(fn, domain, ">=", bound), regionOf(fn, domain, "<=", bound)).filter(function (p) { return p[0] < p[1]; });
+    var xs = samples(domain), tol = TOLERANCE * Math.max(1, Math.abs(bound)), found = [];
+    var gs = xs.map(function (x) { var v = fn(x); return v === null ? null : v - bound; });
+    for (var i = 0; i < xs.length; i++) {
+      if (gs[i] !== null && Math.abs(gs[i]) <= tol) { found.push(xs[i]); continue; }
+      if (i + 1 < xs.length && gs[i] !== null && gs[i + 1] !== null && gs[i] * gs[i + 1] < 0) {
+        var ab = narrow(fn, xs[i], xs[i + 1], function (v) { return v !== null && v > bound; });
+        var r = Math.abs(fn(ab[0]) - bound) <= Math.abs(fn(ab[1]) - bound) ? ab[0] : ab[1], got = fn(r);
+        if (got !== null && Math.abs(got - bound) <= Math.max(tol, 1e-9 * Math.max(1, Math.abs(bound)))) found.push(r);
+      }
+    }
+    var points = found.filter(function (x) { return !plateaus.some(function (p) { return p[0] <= x && x <= p[1]; }); })
+      .map(function (x) { return [x, x, true, true]; });
+    return plateaus.concat(points).sort(function (p, q) { return p[0] - q[0] || p[1] - q[1]; });
+  }
+
+  function intersect(a, b) {
+    var out = [];
+    a.forEach(function (p) {
+      b.forEach(function (q) {
+        var lo, li, hi, hin;
+        if (p[0] > q[0]) { lo = p[0]; li = p[2]; } else if (q[0] > p[0]) { lo = q[0]; li = q[2]; } else { lo = p[0]; li = p[2] && q[2]; }
+        if (p[1] < q[1]) { hi = p[1]; hin = p[3]; } else if (q[1] < p[1]) { hi = q[1]; hin = q[3]; } else { hi = p[1]; hin = p[3] && q[3]; }
+        if (lo < hi || (lo === hi && li && hin)) out.push([lo, hi, li, hin]);
+      });
+    });
+    return out.sort(function (p, q) { return p[0] - q[0] || p[1] - q[1]; });
+  }
+
+  function wholeNumbers(pieces, check) {
+    var out = [];
+    pieces.forEach(function (p) {
+      var lo = p[0], hi = p[1];
+      var a = !isFinite(lo) ? lo : (!(p[2] === false && Number.isInteger(lo)) ? Math.ceil(lo) : lo + 1);
+      var b = !isFinite(hi) ? hi : (!(p[3] === false && Number.isInteger(hi)) ? Math.floor(hi) : hi - 1);
+      for (var i = 0; i < 2; i++) {
+        if (isFinite(a) && a <= b && !check(a)) a += 1;
+        if (isFinite(b) && a <= b && !check(b)) b -= 1;
+      }
+      if (a <= b) out.push([a, b, isFinite(a), isFinite(b)]);
+    });
+    return out;
+  }
+
+  function g10(v) {  // Python's format(v, ".10g")
+    if (v === 0) return "0";
+    var parts = v.toExponential(9).split("e"), exp = Number(parts[1]), strip = function (t) {
+      return t.indexOf(".") >= 0 ? t.replace(/0+$/, "").replace(/\.$/, "") : t;
+    };
+    if (exp < -4 || exp >= 10) return strip(parts[0]) + "e" + (exp < 0 ? "-" : "+") + (Math.abs(exp) < 10 ? "0" : "") + Math.abs(exp);
+    return strip(v.toFixed(Math.max(0, 9 - exp)));
+  }
+  function endText(v) { return v === Infinity ? "inf" : v === -Infinity ? "-inf" : g10(v); }
+  function piecesText(pieces) {
+    if (!pieces.length) return "empty";
+    return pieces.map(function (p) {
+      return p[0] === p[1] ? "{" + g10(p[0]) + "}" : (p[2] ? "[" : "(") + endText(p[0]) + ", " + endText(p[1]) + (p[3] ? "]" : ")");
+    }).join(" \u222a ");
+  }
+
+  // condition text as the CLI's Condition prints it: "OUTPUT >= 32" (+ unit)
+  function conditionText(c) {
+    return c.output + " " + c.relation + " " + g10(c.bound) + (c.unit === "" || c.unit === "1" ? "" : " " + c.unit);
+  }
+
+  function solveCalculator(calc, given, target, conditions) {
+    var g = new Graph();
+    if (!g.spec || !(Object.prototype.hasOwnProperty.call(g.symbols, target) || g.produced(target))) {
+      throw new InputError("--solve", "'" + target + "' is not a formula symbol (the inputs of " + calc.id + ": " + Object.keys(calc.inputs).join(", ") + ")");
+    }
+    var spec = g.spec(target);
+    if (spec.values && spec.values.length) throw new InputError("--solve", target + " is categorical (one of " + spec.values.join(", ") + "); --solve takes a numeric input");
+    if (Object.prototype.hasOwnProperty.call(given, target)) throw new InputError("--set " + target, "is the input being solved for (--solve); leave it out");
+    if (!conditions.length) throw new InputError("--where", "give at least one condition, e.g. --where 'OUTPUT >= V'");
+    conditions.forEach(function (c) {
+      if (!g.produced(c.output)) throw new InputError("--where", c.output + " is not an output of any formula");
+      if (c.output === target) throw new InputError("--where", c.output + " is the input being solved for; name an output");
+      c.unit = g.units[c.output];
+    });
+    var withTarget = {};
+    for (var k in given) withTarget[k] = given[k];
+    withTarget[target] = Object.prototype.hasOwnProperty.call(PLACEHOLDER, spec.domain) ? PLACEHOLDER[spec.domain] : 1;
+    var planned = planCalculator(calc, withTarget), plan = planned.plan;
+    if (!plan.used[target]) throw new InputError("--solve", target + " is not used by " + calc.id + "'s chain with these inputs (a symbol given directly or a selector made it unnecessary): nothing depends on it");
+    var need = {}, order = [];
+    conditions.forEach(function (c) { need[c.output] = true; });
+    for (var i = plan.order.length - 1; i >= 0; i--) {
+      var meta = g.formulas[plan.order[i][0]];
+      if (!need[meta.output.symbol]) continue;
+      order.unshift(plan.order[i]);
+      meta.variants[plan.order[i][1]].inputs.forEach(function (n) { need[n] = true; });
+    }
+    var computed = {};
+    order.forEach(function (step) { computed[g.formulas[step[0]].output.symbol] = true; });
+    conditions.forEach(function (c) {
+      if (plan.has(plan.values, c.output)) throw new InputError("--where", c.output + " is given, so " + calc.id + " does not compute it; leave it out to solve through it");
+      if (!computed[c.output]) throw new InputError("--where", c.output + " is not computed by " + calc.id + " with these inputs (given directly, or not on its chain)");
+    });
+    var deps = {};  // output -> the leaves it is computed from along this order
+    order.forEach(function (step) {
+      var d = {};
+      g.formulas[step[0]].variants[step[1]].inputs.forEach(function (n) {
+        d[n] = true;
+        for (var m in (deps[n] || {})) d[m] = true;
+      });
+      deps[g.formulas[step[0]].output.symbol] = d;
+    });
+    var chain = order.map(function (s) { return s[0]; }).join(" -> ");
+    conditions.forEach(function (c) {
+      if (!deps[c.output][target]) throw new InputError("--where", c.output + " does not depend on " + target + " in " + calc.id + "'s chain (" + chain + ")");
+    });
+    var base = {};
+    for (var n in plan.values) base[n] = plan.values[n];
+    var fnOf = function (output) {
+      return function (x) {
+        var point = {};
+        for (var b in base) point[b] = base[b];
+        point[target] = x;
+        try {
+          order.forEach(function (step) { point[g.formulas[step[0]].output.symbol] = callVariant(step[0], step[1], point); });
+        } catch (exc) {
+          if (exc instanceof InputError || exc instanceof Missing) return null;
+          throw exc;
+        }
+        var v = point[output];
+        return typeof v === "number" && isFinite(v) ? v : null;
+      };
+    };
+    var domain = spec.domain, whole = domainPiece(domain), pieces = [whole];
+    // The CLI finds a cancellation symbolically; here it shows as one value (to 1e-12) at every sample of the
+    // domain, which a saturated output (a Min at its cap) shares: either way no condition on it picks an input.
+    conditions.forEach(function (c) {
+      var f = fnOf(c.output), lo = Infinity, hi = -Infinity;
+      samples(domain).forEach(function (x) { var v = f(x); if (v !== null) { lo = Math.min(lo, v); hi = Math.max(hi, v); } });
+      if (lo <= hi && hi - lo <= 1e-12 * Math.max(Math.abs(lo), Math.abs(hi))) {
+        throw new InputError("--where", c.output + " does not depend on " + target + " over its domain in " + calc.id + "'s chain (" + chain + "): " +
+                             c.output + " = " + g10(lo) + " for every " + target + " sampled");
+      }
+    });
+    var answers = conditions.map(function (c) {
+      var own = regionOf(fnOf(c.output), domain, c.relation, c.bound);
+      pieces = intersect(pieces, own);
+      return {condition: c, text: c.text || conditionText(c), pieces: own, interval: piecesText(own), direction: direction(fnOf(c.output), domain)};
+    });
+    if (INTEGER[domain]) {
+      var fns = conditions.map(function (c) { return [fnOf(c.output), c]; });
+      pieces = wholeNumbers(pieces, function (x) { return fns.every(function (f) { return holds(f[0](x), f[1].relation, f[1].bound); }); });
+    }
+    var sol = {calculator: calc.id, solve: target, unit: spec.unit, domain: domain, method: "numeric", pieces: pieces,
+               interval: piecesText(pieces), value: null, binding: {}, conditions: answers, at_answer: {}, notes: [SOLVE_NOTE],
+               inputs: {}};
+    for (var name in plan.inputs) if (name !== target) sol.inputs[name] = plan.inputs[name];
+    valueAndBinding(sol, whole);
+    if (sol.value !== null && isFinite(sol.value)) conditions.forEach(function (c) { sol.at_answer[c.output] = fnOf(c.output)(sol.value); });
+    return sol;
+  }
+
+  // The output's direction in the input over the domain's samples (the CLI reads the direction the engine
+  // proves, engine/numeric/directions.json; a monotone chain gives the same here): which end a condition bounds.
+  function direction(fn, domain) {
+    var prev = null, up = false, down = false;
+    samples(domain).forEach(function (x) {
+      var v = fn(x);
+      if (v === null) return;
+      if (prev !== null) { if (v > prev) up = true; if (v < prev) down = true; }
+      prev = v;
+    });
+    return up && !down ? "increasing" : down && !up ? "decreasing" : null;
+  }
+  var SIDE = {">=|increasing": 0, ">=|decreasing": 1, "<=|increasing": 1, "<=|decreasing": 0};
+
+  // the one bound end of the feasible set and the condition that binds it (calc_solve._value_and_binding)
+  function valueAndBinding(sol, domain) {
+    if (!sol.pieces.length) { sol.notes.push("no value of " + sol.solve + " in its domain (" + sol.domain + ") satisfies every condition"); return; }
+    if (sol.pieces.length > 1) { sol.notes.push("the conditions hold on several separate intervals"); return; }
+    var p = sol.pieces[0];
+    if (p[0] === p[1]) {
+      sol.value = p[0];
+      var w = binding(sol, p[0], 0) || binding(sol, p[0], 1);
+      if (w) sol.binding.value = w;
+      return;
+    }
+    var sides = {};
+    sol.conditions.forEach(function (a) {
+      var key = a.condition.relation + "|" + a.direction;
+      if (Object.prototype.hasOwnProperty.call(SIDE, key)) sides[SIDE[key]] = true;
+    });
+    if (!Object.keys(sides).length) { if (p[0] !== domain[0]) sides[0] = true; if (p[1] !== domain[1]) sides[1] = true; }
+    [[p[0], 0], [p[1], 1]].forEach(function (e) {
+      if (!sides[e[1]] || !isFinite(e[0])) return;
+      var which = binding(sol, e[0], e[1]);
+      if (which) sol.binding[e[1] === 0 ? "low" : "high"] = which;
+    });
+    var keys = Object.keys(sol.binding);
+    if (keys.length === 1) sol.value = keys[0] === "low" ? p[0] : p[1];
+  }
+
+  function binding(sol, end, index) {
+    var best = null, gap = Infinity, slack = INTEGER[sol.domain] ? 1 : 0;
+    sol.conditions.forEach(function (a) {
+      a.pieces.forEach(function (p) {
+        var d = Math.abs(p[index] - end);
+        if (isFinite(d) && d < gap && d <= Math.max(slack, 1e-9 * Math.max(1, Math.abs(end)))) { best = a.text; gap = d; }
+      });
+    });
+    return best;
   }
 
   // ------------------------------------------------------------------ forms
@@ -397,6 +705,11 @@
   function buildForm(host, spec) {
     var form = el("form", {"class": "aiinfra-form__form", autocomplete: "off", "data-kind": spec.kind, "data-id": spec.id});
     form.appendChild(fieldsTable(spec.fields));
+    if (spec.derived_fields && spec.derived_fields.length) {
+      form.appendChild(el("details", {"class": "aiinfra-form__derived"}, [
+        el("summary", {text: "Values the chain derives: give one directly to skip its formula (advanced)"}), fieldsTable(spec.derived_fields)]));
+    }
+    if (spec.solve) form.appendChild(solveFieldset(spec));
     var button = el("button", {type: "submit", "class": "md-button md-button--primary aiinfra-form__run", text: "Compute"});
     form.appendChild(button);
     var result = el("div", {"class": "aiinfra-form__result", "aria-live": "polite"});
@@ -407,14 +720,107 @@
     compute(form, spec, result);
   }
 
+  // "Solve for": one numeric input against up to two conditions on the outputs (calc ID --solve X --where ...)
+  function solveFieldset(spec) {
+    var box = el("fieldset", {"class": "aiinfra-solve"}, [el("legend", {text: "Solve for an input (optional)"})]);
+    var target = el("select", {"data-solve-target": "1", "aria-label": "input to solve for"});
+    target.appendChild(el("option", {value: "", text: "(nothing: compute the outputs)"}));
+    spec.solve.targets.forEach(function (n) { target.appendChild(el("option", {value: n, text: n})); });
+    if (spec.solve.derived.length) {
+      var group = el("optgroup", {label: "derived on the way (solving for one replaces its formula)"});
+      spec.solve.derived.forEach(function (n) { group.appendChild(el("option", {value: n, text: n})); });
+      target.appendChild(group);
+    }
+    box.appendChild(el("p", {}, [document.createTextNode("solve for "), target]));
+    [0, 1].forEach(function (i) {
+      var output = el("select", {"data-solve-output": String(i), "aria-label": "condition " + (i + 1) + " output"});
+      if (i > 0) output.appendChild(el("option", {value: "", text: "(no second condition)"}));
+      spec.solve.outputs.forEach(function (o) { output.appendChild(el("option", {value: o.name, text: o.name})); });
+      var relation = el("select", {"data-solve-relation": String(i), "aria-label": "condition " + (i + 1) + " relation"});
+      [">=", "<=", "="].forEach(function (r) { relation.appendChild(el("option", {value: r, text: r})); });
+      var bound = el("input", {"data-solve-bound": String(i), type: "text", inputmode: "decimal", size: "14", "aria-label": "condition " + (i + 1) + " value",
+                               placeholder: "value"});
+      var unit = el("select", {"data-solve-unit": String(i), "aria-label": "condition " + (i + 1) + " unit"});
+      var fillUnits = function () {
+        unit.textContent = "";
+        var o = spec.solve.outputs.filter(function (x) { return x.name === output.value; })[0];
+        ((o && o.units.length) ? o.units : [[o ? o.unit : "", 1]]).forEach(function (u) { unit.appendChild(el("option", {value: String(u[1]), text: u[0]})); });
+      };
+      output.addEventListener("change", fillUnits);
+      fillUnits();
+      box.appendChild(el("p", {}, [document.createTextNode(i === 0 ? "where " : "and "), output, document.createTextNode(" "), relation,
+                                   document.createTextNode(" "), bound, document.createTextNode(" "), unit]));
+    });
+    return box;
+  }
+
+  function solveRequest(form, spec) {
+    if (!spec.solve) return null;
+    var target = form.querySelector("[data-solve-target]").value;
+    if (!target) return null;
+    var conditions = [];
+    [0, 1].forEach(function (i) {
+      var output = form.querySelector('[data-solve-output="' + i + '"]').value;
+      var text = form.querySelector('[data-solve-bound="' + i + '"]').value.trim();
+      if (!output || (i > 0 && text === "")) return;
+      var x = Number(text);
+      if (text === "" || !isFinite(x)) throw new InputError("--where", "condition " + (i + 1) + ": give the value " + output + " must reach (a number), got '" + text + "'");
+      var bound = x * Number(form.querySelector('[data-solve-unit="' + i + '"]').value);
+      var relation = form.querySelector('[data-solve-relation="' + i + '"]').value;
+      conditions.push({output: output, relation: relation, bound: bound, text: output + " " + relation + " " + g10(bound)});
+    });
+    return {target: target, conditions: conditions};
+  }
+
+  function cliLine(spec, given, request) {
+    var parts = ["aiinfra calc " + spec.id.replace(/^calc:/, "")];
+    Object.keys(given).forEach(function (n) { parts.push("--set " + n + "=" + (typeof given[n] === "number" ? g10(given[n]) : given[n])); });
+    parts.push("--solve " + request.target);
+    request.conditions.forEach(function (c) { parts.push("--where '" + c.text + "'"); });
+    return parts.join(" ");
+  }
+
+  function showSolution(result, spec, given, request) {
+    var sol = solveCalculator(spec.calc, given, request.target, request.conditions);
+    var unit = sol.unit === "1" || sol.unit === "" ? "" : " " + sol.unit;
+    var ends = sol.pieces.length === 1 ? {"data-low": String(sol.pieces[0][0]), "data-high": String(sol.pieces[0][1])} : {};
+    ends["class"] = "aiinfra-solve__interval";
+    ends["data-interval"] = sol.interval;
+    result.appendChild(el("p", ends,
+                           [el("code", {text: sol.solve}), document.createTextNode(" \u2208 " + sol.interval + unit)]));
+    if (sol.value !== null) {
+      var side = sol.binding.value ? "the one value" : sol.binding.low ? "at least" : "at most";
+      var which = sol.binding.value || sol.binding.low || sol.binding.high;
+      var shown = friendly(sol.value, sol.unit);
+      result.appendChild(el("p", {"class": "aiinfra-solve__value", "data-value": String(sol.value)},
+                             [el("strong", {text: side + " " + number(sol.value) + unit + (shown ? " (" + shown + ")" : "")}),
+                              document.createTextNode(" \u2014 binding: " + which)]));
+      var at = Object.keys(sol.at_answer).map(function (n) { return n + " = " + number(sol.at_answer[n]); });
+      if (at.length) result.appendChild(el("p", {text: "There: " + at.join(", ")}));
+    } else if (Object.keys(sol.binding).length) {
+      result.appendChild(el("p", {text: "Bound by: " + Object.keys(sol.binding).map(function (k) { return k + " end by " + sol.binding[k]; }).join("; ")}));
+    }
+    sol.conditions.forEach(function (a) { result.appendChild(el("p", {"class": "aiinfra-form__chain", text: a.text + ": " + sol.solve + " \u2208 " + a.interval + (a.direction ? " (output " + a.direction + " in " + sol.solve + ")" : "")})); });
+    sol.notes.forEach(function (n) { result.appendChild(el("p", {"class": "aiinfra-form__chain", text: n})); });
+    result.appendChild(el("p", {}, [document.createTextNode("Command line: "), el("code", {"class": "aiinfra-solve__cli", text: cliLine(spec.calc, given, request)})]));
+    return sol;
+  }
+
   function compute(form, spec, result) {
     result.textContent = "";
     var given = {}, out;
     try {
-      spec.fields.forEach(function (field) {
+      var request = spec.kind === "formula" ? null : solveRequest(form, spec);
+      spec.fields.concat(spec.derived_fields || []).forEach(function (field) {
+        if (request && field.name === request.target) return;
         var v = fieldValue(form, field);
         if (v !== undefined) given[field.name] = v;
       });
+      if (request) {
+        showSolution(result, spec, given, request);
+        form.setAttribute("data-state", "ok");
+        return;
+      }
       out = spec.kind === "formula" ? runFormula(spec.id, given) : runCalculator(spec.calc, given);
     } catch (exc) {
       if (!(exc instanceof InputError || exc instanceof Missing)) throw exc;
@@ -599,7 +1005,8 @@
     });
   }
 
-  window.aiinfra = {number: number, friendly: friendly, runCalculator: runCalculator, runFormula: runFormula, walkTree: walkTree, start: start};
+  window.aiinfra = {number: number, friendly: friendly, runCalculator: runCalculator, runFormula: runFormula, walkTree: walkTree,
+                    solveCalculator: solveCalculator, start: start};
   if (typeof document !== "undefined") {
     if (window.document$ && window.document$.subscribe) window.document$.subscribe(start);
     else if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
