@@ -181,6 +181,41 @@ def test_solve_for_on_the_calculator_page_equals_the_cli(page, site_url, data, a
     assert page.errors == []
 
 
+def test_a_calculator_result_travels_in_its_address_and_as_a_command(page, site_url, browser, data, artifacts):
+    # issue 29: the inputs reach the URL, so a result can be shared; the page prints the command that gives it. The
+    # question: a 1 GiB all-reduce over 8 ranks at 50 GB/s effective (the cited EXTRA values of tests/site/test_site.py)
+    page.goto(site_url + "calculators/collective/")
+    form = page.locator('form[data-kind="calc"]')
+    form.locator('[data-field="ranks"]').fill("8")
+    form.locator('[data-field="msg_bytes"]').fill("1")
+    form.locator('[data-unit-for="msg_bytes"]').select_option(label="GiB")
+    form.locator("button[type=submit]").click()
+    page.wait_for_selector('form[data-kind="calc"][data-state="ok"] .aiinfra-form__cli')
+    shown = {r.get_attribute("data-symbol"): float(r.get_attribute("data-value")) for r in form.locator("tr[data-symbol]").all()}
+    command = form.locator(".aiinfra-form__cli").inner_text()
+    assert command.startswith("aiinfra calc collective ") and "--set ranks=8" in command and "--set msg_bytes=1073741824" in command
+    assert "#aiinfra=" in page.url
+    # the command, run, gives the page's numbers
+    args = command.split()[2:]
+    code, cli = _cli("calc", *args)
+    assert code == 0
+    for name, value in shown.items():
+        assert close(value, cli["outputs"][name]["value"]), (name, value, cli["outputs"][name]["value"])
+    # the address, opened in a fresh page, refills the form as typed (1 GiB, not 1073741824 B) and computes the same
+    other = browser.new_page()
+    other.goto(page.url)
+    again = other.locator('form[data-kind="calc"]')
+    other.wait_for_selector('form[data-kind="calc"][data-state="ok"]')
+    assert again.locator('[data-field="msg_bytes"]').input_value() == "1"
+    assert again.locator('[data-unit-for="msg_bytes"] option:checked').inner_text() == "GiB"
+    for name, value in shown.items():
+        assert float(again.locator(f'tr[data-symbol="{name}"]').get_attribute("data-value")) == value
+    other.screenshot(path=str(artifacts / "calculator-collective-from-url.png"), full_page=False)
+    assert other.locator("[data-md-color-scheme]").count() >= 1  # the palette toggle's scheme attribute (dark palette offered)
+    other.close()
+    assert page.errors == []
+
+
 def test_three_tree_walkers_reach_the_cli_leaf(page, site_url, data, filled, artifacts):
     from engine.site.trees import _runner, walker_spec
 

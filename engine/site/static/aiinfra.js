@@ -714,9 +714,12 @@
     form.appendChild(button);
     var result = el("div", {"class": "aiinfra-form__result", "aria-live": "polite"});
     form.appendChild(result);
-    form.addEventListener("submit", function (event) { event.preventDefault(); compute(form, spec, result); });
-    form.addEventListener("change", function () { compute(form, spec, result); });
+    var id = spec.kind + ":" + spec.id;
+    var go = function () { compute(form, spec, result); if (form.getAttribute("data-state") === "ok") saveState(form, id); };
+    form.addEventListener("submit", function (event) { event.preventDefault(); go(); });
+    form.addEventListener("change", go);
     host.appendChild(form);
+    restoreState(form, id);
     compute(form, spec, result);
   }
 
@@ -772,11 +775,15 @@
     return {target: target, conditions: conditions};
   }
 
+  // the command that gives the same answer: every value in its declared unit, as JavaScript prints a number
+  // exactly (the shortest text that reads back to the same double)
   function cliLine(spec, given, request) {
     var parts = ["aiinfra calc " + spec.id.replace(/^calc:/, "")];
-    Object.keys(given).forEach(function (n) { parts.push("--set " + n + "=" + (typeof given[n] === "number" ? g10(given[n]) : given[n])); });
-    parts.push("--solve " + request.target);
-    request.conditions.forEach(function (c) { parts.push("--where '" + c.text + "'"); });
+    Object.keys(given).forEach(function (n) { parts.push("--set " + n + "=" + String(given[n])); });
+    if (request) {
+      parts.push("--solve " + request.target);
+      request.conditions.forEach(function (c) { parts.push("--where '" + c.text + "'"); });
+    }
     return parts.join(" ");
   }
 
@@ -842,7 +849,59 @@
     result.appendChild(table);
     result.appendChild(el("p", {"class": "aiinfra-form__chain", text: "Formulas: " + out.formulas.join(" \u2192 ")}));
     out.warnings.forEach(function (w) { result.appendChild(el("p", {"class": "aiinfra-form__warning", text: "\u26a0 " + w})); });
+    if (spec.kind === "calc") {
+      result.appendChild(el("p", {}, [document.createTextNode("Command line: "), el("code", {"class": "aiinfra-form__cli", text: cliLine(spec.calc, given, null)})]));
+    }
     form.setAttribute("data-state", "ok");
+  }
+
+  // ------------------------------------------------------------------ the form's inputs in the address (a result can be shared)
+  // The fragment holds "aiinfra=<JSON>", {form id: {control key: text}}: what was typed, not the numbers, so a
+  // shared link refills the form exactly and computes again. Nothing is sent anywhere.
+  function controls(form) {
+    return Array.prototype.filter.call(form.querySelectorAll("input, select"), function (c) {
+      return ["data-field", "data-unit-for", "data-solve-target", "data-solve-output", "data-solve-relation", "data-solve-bound", "data-solve-unit"]
+        .some(function (a) { return c.hasAttribute(a); });
+    });
+  }
+  function controlKey(c) {
+    var attrs = ["data-field", "data-unit-for", "data-solve-target", "data-solve-output", "data-solve-relation", "data-solve-bound", "data-solve-unit"];
+    for (var i = 0; i < attrs.length; i++) if (c.hasAttribute(attrs[i])) return attrs[i].replace(/^data-/, "") + ":" + c.getAttribute(attrs[i]);
+    return null;
+  }
+  function urlState() {
+    var m = /(?:^#|&)aiinfra=([^&]*)/.exec(window.location.hash || "");
+    if (!m) return {};
+    try { var v = JSON.parse(decodeURIComponent(m[1])); return v && typeof v === "object" ? v : {}; } catch (e) { return {}; }
+  }
+  function saveState(form, id) {
+    if (!window.history || !window.history.replaceState) return;
+    var state = urlState(), mine = {};
+    controls(form).forEach(function (c) { if (c.value !== "") mine[controlKey(c)] = c.value; });
+    state[id] = mine;
+    var rest = (window.location.hash || "").replace(/^#/, "").split("&").filter(function (p) { return p && p.indexOf("aiinfra=") !== 0; });
+    rest.push("aiinfra=" + encodeURIComponent(JSON.stringify(state)));
+    window.history.replaceState(null, "", window.location.pathname + window.location.search + "#" + rest.join("&"));
+  }
+  function restoreState(form, id) {
+    var mine = urlState()[id];
+    if (!mine) return;
+    var list = controls(form);
+    // the solve output first: its units follow it
+    list.sort(function (a, b) { return (b.hasAttribute("data-solve-output") ? 1 : 0) - (a.hasAttribute("data-solve-output") ? 1 : 0); });
+    list.forEach(function (c) {
+      var key = controlKey(c);
+      if (Object.prototype.hasOwnProperty.call(mine, key)) {
+        c.value = String(mine[key]);
+        if (c.hasAttribute("data-solve-output")) c.dispatchEvent(new Event("change"));  // refills its units; does not bubble to the form
+      } else if (c.hasAttribute("data-field")) {
+        c.value = "";
+      }
+    });
+    list.forEach(function (c) {
+      var key = controlKey(c);
+      if (c.hasAttribute("data-solve-unit") && Object.prototype.hasOwnProperty.call(mine, key)) c.value = String(mine[key]);
+    });
   }
 
   // ------------------------------------------------------------------ tree walks (engine/trees.py _WalkState, Runner.walk)
