@@ -13,12 +13,7 @@ import numpy as np
 from engine.measure.calibrate import KINDS, values_for
 from engine.measure.fitted import calibration
 from engine.measure.generations import Unmapped, generation
-
-
-def engine_layout(tp: int, ep: int, engine: str | None) -> dict:
-    from engine.measure.serve import engine_layout as layout
-
-    return layout(tp, ep, engine)
+from engine.measure.serve import engine_layout
 
 
 def _row(kind: str, model: str | None, device: str, gpus: int, layout: dict, workload: dict, precision: dict, engine: str | None):

@@ -499,7 +499,7 @@
 
   function solveCalculator(calc, given, target, conditions) {
     var g = new Graph();
-    if (!g.spec || !(Object.prototype.hasOwnProperty.call(g.symbols, target) || g.produced(target))) {
+    if (!(Object.prototype.hasOwnProperty.call(g.symbols, target) || g.produced(target))) {
       throw new InputError("--solve", "'" + target + "' is not a formula symbol (the inputs of " + calc.id + ": " + Object.keys(calc.inputs).join(", ") + ")");
     }
     var spec = g.spec(target);
