@@ -116,7 +116,7 @@ def _model(args, root):
                 raise InputError("--" + flag.replace("_", "-"), "needs --model")
         return None
     try:
-        return models.find(models.load_models(root), args.model)
+        return models.find(models.load_models(root), args.model, "--model")
     except InputError as exc:
         raise InputError("--model", exc.message) from None
 

@@ -74,7 +74,7 @@ def run(args) -> int:
         emit(_render(result, None, getattr(args, "format", "text") or "text"))
         return 0
     try:
-        record = models.find(models.load_models(root), args.model)
+        record = models.find(models.load_models(root), args.model, "--model")
     except InputError as exc:
         raise InputError("--model", exc.message) from None
     result = state.request_state(record, context, kv_bytes, root, None if args.state_bytes is None else _number(args.state_bytes, "--state-bytes"))

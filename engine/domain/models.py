@@ -144,14 +144,15 @@ def load_models(root, strict: bool = True) -> dict:
     return load_single_folder(root, "models", strict).models
 
 
-def find(models: dict, text: str) -> dict:
-    """The record for ``qwen3-8b`` or ``model:qwen3-8b``; an unknown id is an InputError listing the known ones."""
+def find(models: dict, text: str, field: str = "ID") -> dict:
+    """The record for ``qwen3-8b`` or ``model:qwen3-8b``; an unknown id is an InputError on ``field`` (the option or
+    argument the user typed it in) listing the known ones."""
     ident = text.strip().lower()
     ident = ident if ident.startswith("model:") else f"model:{ident}"
     if ident not in models:
         from engine.core.suggest import known
 
-        raise InputError("ID", f"no model {text!r} ({known(ident.split(':', 1)[1], sorted(m.split(':', 1)[1] for m in models))})")
+        raise InputError(field, f"no model {text!r} ({known(ident.split(':', 1)[1], sorted(m.split(':', 1)[1] for m in models))})")
     return models[ident]
 
 

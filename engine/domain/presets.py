@@ -263,7 +263,7 @@ def build(root, model: str | None, device: str | None, precision: str = "bf16", 
     if model:
         from engine.domain import models
 
-        out.update(model_values(models.find(models.load_models(root), model), root, calculator))
+        out.update(model_values(models.find(models.load_models(root), model, "--model"), root, calculator))
     if device:
         from engine.domain import hardware
         from engine.kb.knowledge import load_single_folder

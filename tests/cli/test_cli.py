@@ -314,6 +314,9 @@ def test_misspelled_verbs_and_options_get_a_suggestion(argv, message, capsys):
     (["calc", "kv-concurency", "--sweep", "context_tokens=1..2"], "aiinfra: error: CALCULATOR: no calculator 'kv-concurency' (did you mean kv-concurrency? known: checkpoint-window, "),
     (["model", "show", "qwen3-8"], "aiinfra: error: ID: no model 'qwen3-8' (did you mean qwen3-8b or qwen3-32b or qwen3-30b-a3b? known: "),
     (["forward", "--model", "qwen3-8", "--tokens", "1"], "aiinfra: error: --model: no model 'qwen3-8' (did you mean qwen3-8b or qwen3-32b or qwen3-30b-a3b? known: "),
+    # the calculators, kv and collective read --model through the presets: the error names the option typed (issue 28)
+    (["calc", "kv-concurrency", "--model", "gemma-3-27b", "--device", "h100-sxm"], "aiinfra: error: --model: no model 'gemma-3-27b' (did you mean gemma-3-27b-it? known: "),
+    (["state", "--model", "qwen3-8", "--context", "1"], "aiinfra: error: --model: no model 'qwen3-8' (did you mean qwen3-8b or "),
     (["tree", "walk", "pd-disagregation", "--set", "latency_slo=offline"], "aiinfra: error: ID: 'pd-disagregation' is not a decision tree (did you mean pd-disaggregation? known: "),
     (["formula", "show", "FX1000"], "aiinfra: error: ID: no formula FX1000 (did you mean FX100 or "),
     (["formula", "eval", "FX1000"], "aiinfra: error: ID: no formula 'FX1000' (did you mean FX100 or "),
