@@ -13,6 +13,8 @@ _STEP_COLUMNS = [("n", "#"), ("id", "step"), ("title", "title"), ("title_zh", "t
 FOR_EXAMPLES = """examples:
   aiinfra path for 上线一个推理服务         # a goal path of the book, in order
   aiinfra path for launch an inference service
+  aiinfra path for reduce GPU cost          # no title says so: the titles sharing its words (Bring costs down)
+  aiinfra path for KV cache                 # the sections whose title has both words, and the paths reading them
   aiinfra path for 微调                     # the goal path, then the action word's chapters
 """
 
@@ -37,7 +39,9 @@ def add_parsers(verbs, Parser, shared) -> None:
     p.add_argument("id", metavar="ID", help="path id, e.g. inference-service or path:quant-model-apps")
     _leaf(p, shared, "show")
     p = pverbs.add_parser("for", help="the paths and action words matching your goal", formatter_class=raw, epilog=FOR_EXAMPLES,
-                          description="Match goal words, English or Chinese, against the paths' titles (goal paths first, then the problem-first index and role routes) and then the action words, by substring or with the words in order.")
+                          description="Match goal words, English or Chinese, against the paths' titles (goal paths first, then the problem-first index and role routes) and then the action words, by substring or with the words in order; "
+                                      "failing that, an English goal matches the titles sharing at least half of its content words (stemmed, with the synonyms of knowledge/goal_words.yaml). "
+                                      "An English goal also lists the chapters and sections whose title has all its content words, and the paths that read them.")
     p.add_argument("words", nargs="+", metavar="WORDS", help="what you want to do, e.g. 上线一个推理服务")
     _leaf(p, shared, "for_")
     p = pverbs.add_parser("prereq", help="what to read before a chapter or section", formatter_class=raw, epilog=PREREQ_EXAMPLES,
@@ -112,38 +116,64 @@ def _step_note(step: dict) -> str:
 # ----------------------------------------------------------------------------- for
 def for_(args) -> int:
     from engine.core.errors import InputError
-    from engine.reading.paths import close_titles, describe_action, describe_path, match
+    from engine.reading.paths import (
+        chapters_about,
+        close_titles,
+        describe_action,
+        describe_path,
+        match,
+        reading_paths,
+    )
 
     k = _load(args, books_only=True)
     words = " ".join(args.words).strip()
     found = match(k, words)
-    if not found:
+    chapters = chapters_about(k, words)
+    if not found and not chapters:
         close = close_titles(k, words)
         hint = f" (close: {', '.join(close)}; see aiinfra path list)" if close else " (see aiinfra path list)"
         raise InputError("GOAL", f"no reading path or action word matches {words!r}{hint}")
     results = [{**(describe_action(k, k.actions[m.id]) if m.kind == "action" else describe_path(k, k.paths[m.id])),
-                "matched": {"field": m.field, "how": m.quality}} for m in found]
+                "matched": {"field": m.field, "how": m.quality, **({"words": list(m.words)} if m.words else {})}} for m in found]
+    reading = reading_paths(k, chapters)
     if args.format == "json":
-        emit(to_json(dict(query=words, results=results)))
+        emit(to_json(dict(query=words, results=results, chapters=chapters, paths=reading)))
     elif args.format == "csv":
-        emit(table(list(_for_rows(results)), [(c, c) for c in ("match", "kind", "id", "n", "step", "title", "title_zh", "how")], "csv"))
+        emit(table(list(_for_rows(results, chapters)), [(c, c) for c in ("match", "kind", "id", "n", "step", "title", "title_zh", "how")], "csv"))
     else:
-        docs = [_result_document(r, args.format == "md") for r in results]
+        md = args.format == "md"
+        docs = [_result_document(r, md) for r in results]
         if len(results) > 1:
             docs.insert(0, f"{len(results)} matches (goal paths first, then problem and role paths, then action words): {', '.join(r['id'] for r in results)}")
+        if chapters:  # the paths that read them only where no title matched (a broad word reaches most paths)
+            docs.append(_chapters_document(chapters, [] if results else reading, words, k, md))
         emit("\n\n".join(docs))
     return 0
 
 
-def _for_rows(results: list[dict]):
+def _for_rows(results: list[dict], chapters: list[dict]):
     for i, r in enumerate(results, 1):
         items = r["steps"] if r["kind"] != "action" else [dict(n=j, id=t["id"], title=t["title"], title_zh=t["title_zh"], how="") for j, t in enumerate(r["targets"], 1)]
         for s in items:
             yield dict(match=i, kind=r["kind"], id=r["id"], n=s["n"], step=s["id"] or s["title_zh"], title=s["title"], title_zh=s["title_zh"], how=s["how"])
+    for i, c in enumerate(chapters, len(results) + 1):
+        yield dict(match=i, kind=c["kind"], id=c["id"], n=1, step=c["id"], title=c["title"], title_zh=c["title_zh"], how="")
+
+
+def _chapters_document(chapters: list[dict], reading: list[str], words: str, k, md: bool) -> str:
+    from engine.reading.words import Vocabulary
+
+    said = " and ".join(Vocabulary.of(k.goal_words.values()).content(words).values())
+    head = f"{len(chapters)} chapter{'s' * (len(chapters) != 1)} and sections whose title has {said}"
+    lines = [f"## {head}" if md else f"{head}:", "", table(chapters, [("id", "id"), ("title", "title"), ("title_zh", "title_zh")], "md" if md else "text")]
+    if reading:
+        lines += ["", f"read on the paths: {', '.join(reading)} (aiinfra path show ID)"]
+    return "\n".join(lines)
 
 
 def _result_document(r: dict, md: bool) -> str:
-    how = f"matched on {r['matched']['field']} ({r['matched']['how']})"
+    shared = f": {', '.join(r['matched']['words'])}" if r["matched"].get("words") else ""
+    how = f"matched on {r['matched']['field']} ({r['matched']['how']}{shared})"
     if r["kind"] != "action":
         head, rest = _path_document(r, md).split("\n", 1)
         return f"{head}  {how}\n{rest}"

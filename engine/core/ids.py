@@ -29,6 +29,7 @@ class Kind(StrEnum):
     GRID = "grid"
     ARCH = "arch"
     ACTION = "action"
+    WORDS = "words"
 
 
 _NAME = r"[a-z0-9][a-z0-9_.+-]*"

@@ -4,7 +4,7 @@ Layout of a root (any folder may be missing):
 
 - ``formulas/**/*.yaml``: each file a list of formula records;
 - ``knowledge/**/*.yaml``: each file a mapping whose keys name record kinds
-  (``books``, ``chapters``, ``concepts``, ``paths``), each a list of records.
+  (``books``, ``chapters``, ``concepts``, ``paths``, ``actions``, ``goal_words``), each a list of records.
 
 Loading collects every problem (YAML, duplicate key, schema, unit, expression, duplicate
 id) instead of stopping at the first. Nothing is loaded at import time.
@@ -24,12 +24,21 @@ TYPE_CHECKING = False  # typing costs about 4 ms to import; only type checkers n
 
 if TYPE_CHECKING:
     from engine.kb.formulas import FormulaSet
-    from engine.kb.records import Action, Book, Chapter, Concept, Formula, ReadingPath, Section
+    from engine.kb.records import (
+        Action,
+        Book,
+        Chapter,
+        Concept,
+        Formula,
+        ReadingPath,
+        Section,
+        WordGroup,
+    )
 
 # name, root -> engine.api.CalculatorHandle; installed by engine.api.load (the top layer)
 CALCULATOR_HANDLE = None
 
-KNOWLEDGE_KINDS = ("books", "chapters", "concepts", "paths", "actions")
+KNOWLEDGE_KINDS = ("books", "chapters", "concepts", "paths", "actions", "goal_words")
 
 # folders of knowledge/ whose files each hold ONE record: folder -> (schema, Knowledge attribute)
 SINGLE_RECORD_FOLDERS = {"models": ("model", "models"), "hardware": ("hardware", "hardware"), "operators": ("operators", "operators"),
@@ -40,7 +49,7 @@ SINGLE_RECORD_FOLDERS = {"models": ("model", "models"), "hardware": ("hardware",
 OWN_LOADER_FOLDERS = ("measurements", "calibration")
 # files of knowledge/ that each hold a LIST of records of one kind: file -> (schema, Knowledge attribute)
 RECORD_LIST_FILES = {"carbon_intensity.yaml": ("carbon_intensity", "carbon_intensity")}
-_SCHEMA = {"books": "book", "chapters": "chapter", "concepts": "concept", "paths": "path", "actions": "action"}
+_SCHEMA = {"books": "book", "chapters": "chapter", "concepts": "concept", "paths": "path", "actions": "action", "goal_words": "word_group"}
 
 
 def default_root() -> str:
@@ -60,6 +69,7 @@ class Knowledge:
     concepts: dict[str, Concept] = field(default_factory=dict)
     paths: dict[str, ReadingPath] = field(default_factory=dict)
     actions: dict[str, Action] = field(default_factory=dict)
+    goal_words: dict[str, WordGroup] = field(default_factory=dict)  # words:<name> -> the words path for reads as one
     models: dict[str, dict] = field(default_factory=dict)  # id -> schema-checked record (plain dicts)
     hardware: dict[str, dict] = field(default_factory=dict)
     operators: dict[str, dict] = field(default_factory=dict)
@@ -96,7 +106,7 @@ class Knowledge:
         return KnowledgeGraph.build(self)
 
     def record(self, ident: str):
-        for table in (self.books, self.chapters, self.sections, self.concepts, self.paths, self.actions):
+        for table in (self.books, self.chapters, self.sections, self.concepts, self.paths, self.actions, self.goal_words):
             if ident in table:
                 return table[ident]
         if ident in self.formulas:
@@ -367,6 +377,12 @@ class _Loader:  # the record classes are imported where a record is built: an in
                         if (t := self.qualify(text, None, DEFAULT_BOOK, place, raw["id"], f"targets[{j}]")) is not None)
         if self.claim(raw["id"], place):
             self.k.actions[raw["id"]] = Action(raw["id"], raw["word"], raw["word_zh"], targets, raw.get("note", ""), raw.get("source", ""), place)
+
+    def build_goal_words(self, raw: dict, place: str) -> None:
+        from engine.kb.records import WordGroup
+
+        if self.claim(raw["id"], place):
+            self.k.goal_words[raw["id"]] = WordGroup(raw["id"], raw["use"], tuple(raw["words"]), raw.get("why", ""), place)
 
     # ------------------------------------------------------------------ references
     def qualify(self, text: str, kind: Kind | None, book: str, place: str, rid: str, path: str) -> str | None:

@@ -1,4 +1,4 @@
-"""A cached index of the books: books, chapters, sections, concepts, reading paths, action words.
+"""A cached index of the books: books, chapters, sections, concepts, reading paths, action words, goal words.
 
 ``path show`` and ``path for`` need the records ``load_books`` builds from ``knowledge/`` (less
 its single-record folders), nothing else. The index stores those records, already read,
@@ -15,7 +15,7 @@ import os
 
 from engine.kb.loadcache import checksum, engine_salt
 
-TABLES = ("books", "chapters", "sections", "concepts", "paths", "actions")
+TABLES = ("books", "chapters", "sections", "concepts", "paths", "actions", "goal_words")
 _OWN = ("engine/kb/knowledge.py", "engine/kb/records.py", "engine/kb/reading_index.py", "engine/core/ids.py")
 
 

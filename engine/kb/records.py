@@ -183,6 +183,18 @@ class ReadingPath:
 
 
 @dataclass(frozen=True, slots=True)
+class WordGroup:
+    """Words ``path for`` reads as one (``use: same``: folded onto the first) or as no goal at all
+    (``use: ignore``: stop words), from knowledge/goal_words.yaml (engine.reading.words)."""
+
+    id: str
+    use: str  # same | ignore
+    words: tuple[str, ...]
+    why: str = ""
+    place: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Action:
     id: str
     word: str

@@ -18,7 +18,7 @@ from engine.core.record import dataclass, replace
 
 KINDS = ("goal", "problem", "role")  # path kinds, in the order ``path for`` ranks them
 GROUPS = {"goal": 0, "problem": 1, "role": 2, "action": 3}  # goals first, then action words
-QUALITIES = ("exact", "substring", "in order")
+QUALITIES = ("exact", "substring", "in order", "shared words")  # the last only when none of the others matches
 
 _CHAPTER_NAME = re.compile(r"(?:ch|§)?(\d+|[A-Za-z])", re.IGNORECASE)
 _SECTION_NAME = re.compile(r"§?((?:\d+|[A-Z])(?:\.\d+)+)")
@@ -137,14 +137,17 @@ class Match:
     kind: str  # goal | problem | role | action
     id: str
     field: str  # title | title_zh | word | word_zh
-    quality: str  # exact | substring | in order
+    quality: str  # exact | substring | in order | shared words
+    words: tuple[str, ...] = ()  # shared words: the goal's words the title holds, as typed
 
 
 def match(k, words: str) -> list[Match]:
     """Paths and action words whose English or Chinese title matches ``words``.
 
     Goal paths first, then problem and role paths, then action words; within a kind an exact
-    match before a substring match before the words or characters found in order.
+    match before a substring match before the words or characters found in order. When none
+    matches so and the goal is English, the titles that share at least half of its content
+    words (engine.reading.words), more shared words first within a kind.
     """
     if len(_normal(words)) < 2:
         raise InputError("GOAL", f"{words!r} is too short to match (give at least two letters or characters)")
@@ -156,7 +159,61 @@ def match(k, words: str) -> list[Match]:
         if graded:
             best, name = min(graded)
             found.append((GROUPS.get(kind, len(GROUPS)), best, order, Match(kind, ident, name, QUALITIES[best])))
+    if not found and words.isascii():
+        found = _by_shared_words(k, words, candidates)
     return [m for *_, m in sorted(found, key=lambda t: t[:3])]
+
+
+def _by_shared_words(k, words: str, candidates) -> list[tuple]:
+    from engine.reading.words import Vocabulary
+
+    vocab = Vocabulary.of(k.goal_words.values())
+    need = (len(vocab.content(words)) + 1) // 2
+    found = []
+    for order, (kind, ident, fields) in enumerate(candidates):
+        name, text = fields[1]  # the English title or word
+        shared = vocab.shared(words, text)
+        if need and len(shared) >= need:
+            found.append((GROUPS.get(kind, len(GROUPS)), -len(shared), order, Match(kind, ident, name, QUALITIES[-1], tuple(shared))))
+    return found
+
+
+def chapters_about(k, words: str) -> list[dict]:
+    """Chapters and sections whose English title holds every content word of an English goal, in
+    book order, each with the paths that read it (a step to it, to its chapter or, for a chapter,
+    to one of its sections); [] for a goal with Chinese in it."""
+    if not words.isascii():
+        return []
+    from engine.reading.words import Vocabulary
+
+    vocab = Vocabulary.of(k.goal_words.values())
+    wanted = vocab.content(words)
+    if not wanted:
+        return []
+    rows = []
+    for ident in sorted((*k.chapters, *k.sections), key=chapter_key):
+        rec = k.chapters.get(ident) or k.sections[ident]
+        if set(wanted) <= set(vocab.content(rec.title)):
+            kind = "chapter" if ident in k.chapters else "section"
+            rows.append(dict(id=ident, kind=kind, title=rec.title, title_zh=rec.title_zh, paths=_paths_reading(k, ident, kind)))
+    return rows
+
+
+def _paths_reading(k, ident: str, kind: str) -> list[str]:
+    def reads(step) -> bool:
+        return bool(step.to) and (step.to == ident or (_chapter_id(step.to) == ident if kind == "chapter" else step.to == _chapter_id(ident)))
+
+    return [p.id for p in _ranked_paths(k) if any(reads(s) for s in p.steps)]
+
+
+def reading_paths(k, rows: list[dict]) -> list[str]:
+    """The paths that read any of ``rows`` (from :func:`chapters_about`), goal paths first."""
+    named = {p for r in rows for p in r["paths"]}
+    return [p.id for p in _ranked_paths(k) if p.id in named]
+
+
+def _ranked_paths(k) -> list:
+    return sorted(k.paths.values(), key=lambda p: KINDS.index(p.kind) if p.kind in KINDS else len(KINDS))
 
 
 def close_titles(k, words: str) -> list[str]:

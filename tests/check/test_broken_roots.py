@@ -102,7 +102,7 @@ def test_check_reports_every_empty_record_file(capsys):
         "decision_trees/pd-disaggregation.yaml:1: is empty (expected one decision-tree record)",
         "formulas/empty.yaml:1: is empty (expected a list of formula records)",
         "knowledge/calculators/kv-concurrency.yaml:1: is empty (expected one calculator record (a mapping))",
-        "knowledge/extra.yaml:1: is empty (expected a mapping with keys among books, chapters, concepts, paths, actions)",
+        "knowledge/extra.yaml:1: is empty (expected a mapping with keys among books, chapters, concepts, paths, actions, goal_words)",
         "knowledge/models/qwen3-8b.yaml:1: is empty (expected one model record (a mapping))",
     ]
 

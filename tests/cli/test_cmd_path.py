@@ -430,3 +430,81 @@ _DIGITS = "9" * 5000
 def test_prereq_of_a_5000_digit_number_is_one_line_and_exit_2(chapter, message, capsys):
     code, out, err = run(["path", "prereq", chapter], capsys)
     assert (code, out, err) == (2, "", f"aiinfra: error: CHAPTER: {message}\n")
+
+
+# ------------------------------------------------------------------ English goals in a reader's words (issue 28)
+# The goal path cut-cost is titled "Bring costs down" (knowledge/paths.yaml); a reader types "reduce GPU
+# cost". knowledge/goal_words.yaml folds reduce/cut/lower/save/down onto one word and cost/money onto
+# another, and a light stem makes costs cost and GPUs GPU. By hand, the path titles that share at least
+# two of {reduce, GPU, cost}: "Bring costs down" (reduce, cost) and the problem entry "Inference latency
+# or cost will not come down" (cost, reduce); no other title holds two of them (GPU alone: "Migrate to
+# domestic accelerators", "Thousand-card training ...", "Working on chips ...").
+@pytest.mark.parametrize("words", ["reduce GPU cost", "lower cost", "cut costs", "save money on GPUs", "Reducing the costs!"])
+def test_for_english_goal_in_other_words_finds_cut_cost(words, capsys):
+    code, out, err = run(["path", "for", words, "--format", "json"], capsys)
+    assert (code, err) == (0, "")
+    first = json.loads(out)["results"][0]
+    assert (first["id"], first["title"], steps_of(first)) == ("path:cut-cost", "Bring costs down", ids("11 → 24 → 23 → 31"))  # BOOK.md §5 row 6
+    assert first["matched"]["how"] == "shared words"
+
+
+def test_for_reduce_gpu_cost_ranks_the_goal_then_the_problem_entry(capsys):
+    _, out, _ = run(["path", "for", "reduce", "GPU", "cost", "--format", "json"], capsys)
+    results = json.loads(out)["results"]
+    assert [r["id"] for r in results] == ["path:cut-cost", "path:problem-inference-latency-cost"]
+    assert results[0]["matched"] == {"field": "title", "how": "shared words", "words": ["reduce", "cost"]}
+    _, text, _ = run(["path", "for", "reduce", "GPU", "cost"], capsys)
+    assert "path:cut-cost  (goal path, book:infra)  matched on title (shared words: reduce, cost)" in text.splitlines()
+
+
+# knowledge/chapters/infra.yaml: the English titles holding both "KV" and "cache" are §22.1 "KV cache and
+# memory", §24.4.4 "KV cache pooling: cross-instance sharing and its consistency cost" and Appendix B §B.2.3
+# "KV cache (ch6): F8–F9" (§24.1 has KV alone, §24.4.3 cache alone). No path title names the KV cache; the
+# paths that read ch22, ch24 or Appendix B (knowledge/paths.yaml): inference-service (22, 24),
+# agent-long-context (22, 24), cut-cost (24), multimodal (24), then the problem entry
+# problem-inference-latency-cost (22, 23, 24).
+KV_SECTIONS = [("infra:22.1", "KV cache and memory", "KV Cache 与显存"),
+               ("infra:24.4.4", "KV cache pooling: cross-instance sharing and its consistency cost", "KV Cache 池化:跨实例共享与一致性代价"),
+               ("infra:B.2.3", "KV cache (ch6): F8–F9", "KV Cache(第 6 章)")]
+KV_PATHS = ["path:inference-service", "path:agent-long-context", "path:cut-cost", "path:multimodal", "path:problem-inference-latency-cost"]
+
+
+def test_for_kv_cache_lists_the_sections_about_it_and_the_paths_that_read_them(capsys):
+    code, out, err = run(["path", "for", "KV", "cache", "--format", "json"], capsys)
+    assert (code, err) == (0, "")
+    data = json.loads(out)
+    assert data["results"] == []
+    assert [(c["id"], c["kind"], c["title"], c["title_zh"]) for c in data["chapters"]] == [(i, "section", t, z) for i, t, z in KV_SECTIONS]
+    assert data["chapters"][0]["paths"] == ["path:inference-service", "path:agent-long-context", "path:problem-inference-latency-cost"]
+    assert data["chapters"][2]["paths"] == []
+    assert data["paths"] == KV_PATHS
+
+
+def test_for_kv_cache_text_md_csv(capsys):
+    _, text, _ = run(["path", "for", "KV cache"], capsys)
+    lines = text.splitlines()
+    assert lines[0] == "3 chapters and sections whose title has kv and cache:"
+    assert [line.split()[0] for line in lines[4:7]] == [i for i, _, _ in KV_SECTIONS]  # under the header and its rule
+    assert "KV cache and memory" in lines[4] and "KV Cache 与显存" in lines[4]
+    assert lines[-1] == "read on the paths: " + ", ".join(KV_PATHS) + " (aiinfra path show ID)"
+    _, md, _ = run(["path", "for", "KV cache", "--format", "md"], capsys)
+    assert md.startswith("## 3 chapters and sections whose title has kv and cache\n\n| id | title | title_zh |")
+    _, csv_out, _ = run(["path", "for", "KV cache", "--format", "csv"], capsys)
+    rows = list(csv.reader(io.StringIO(csv_out)))
+    assert rows[0] == ["match", "kind", "id", "n", "step", "title", "title_zh", "how"]
+    assert rows[1] == ["1", "section", "infra:22.1", "1", "infra:22.1", "KV cache and memory", "KV Cache 与显存", ""]
+    assert len(rows) == 4
+
+
+def test_for_english_goal_with_no_shared_word_is_still_exit_2(capsys):
+    code, _, err = run(["path", "for", "the", "quantum", "teleporter"], capsys)
+    assert code == 2 and err.startswith("aiinfra: error: GOAL: no reading path or action word matches 'the quantum teleporter'")
+    assert err.count("\n") == 1
+
+
+def test_for_chinese_goal_lists_no_chapters(capsys):
+    # Chinese goals match as before (substring, characters in order); the word matcher is for English
+    _, out, _ = run(["path", "for", "上线一个推理服务", "--format", "json"], capsys)
+    data = json.loads(out)
+    assert [r["id"] for r in data["results"]] == ["path:inference-service"]
+    assert (data["chapters"], data["paths"]) == ([], [])

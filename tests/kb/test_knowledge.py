@@ -15,7 +15,7 @@ from engine.core.errors import KnowledgeError, Problem
 from engine.kb.knowledge import Knowledge
 
 ROOTS = Path(__file__).parent.parent / "fixtures" / "roots"
-KINDS = "books, chapters, concepts, paths, actions"
+KINDS = "books, chapters, concepts, paths, actions, goal_words"
 
 
 def make_root(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -65,7 +65,7 @@ def test_an_empty_file_is_a_problem(tmp_path):
     # #24: an emptied file used to drop its records without a word
     root = make_root(tmp_path, {"knowledge/k.yaml": "", "formulas/f.yaml": "# nothing yet\n"})
     assert problems(root) == ["formulas/f.yaml:1: is empty (expected a list of formula records)",
-                              "knowledge/k.yaml:1: is empty (expected a mapping with keys among books, chapters, concepts, paths, actions)"]
+                              "knowledge/k.yaml:1: is empty (expected a mapping with keys among books, chapters, concepts, paths, actions, goal_words)"]
 
 
 def test_a_root_may_hold_only_some_folders(tmp_path):
