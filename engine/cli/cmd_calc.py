@@ -94,6 +94,13 @@ def run(args) -> int:
 
     calc = Calculator.from_record(one_record(lookup, problems))
     sets = parse_sets(args.sets)
+    try:
+        return _calculate(args, calc, root, sets)
+    except InputError as exc:
+        raise _format_hint(exc, sets) from None
+
+
+def _calculate(args, calc, root, sets: dict) -> int:
     from engine.domain import presets as preset_mod
 
     presets = preset_mod.precision_values(args.precision)  # kv_bytes follows --precision unless given
@@ -162,6 +169,26 @@ def _solve(args, calc, root, sets: dict, presets: dict, formats: dict) -> int:
 # stored weight (bytes_param, F6) and of one cached K/V element (kv_bytes, F8); --precision stays
 # the compute precision (the device's peak), a third choice (FX651).
 STORAGE_FLAGS = (("weights", "--weights", "bytes_param"), ("kv_cache", "--kv-cache", "kv_bytes"))
+
+
+# a format's name given to --set as if it were a number (--set kv_bytes=fp8): the option that takes it by name
+NAMED_BY = {"kv_bytes": "--kv-cache", "kv_bytes_per_token": "--kv-cache", "kv_bytes_per_token_per_gpu": "--kv-cache",
+            "kv_bytes_per_request": "--kv-cache", "bytes_param": "--weights", "weight_bytes": "--weights", "weight_bits": "--weights",
+            "peak_flops": "--precision"}
+
+
+def _format_hint(exc: InputError, sets: dict) -> InputError:
+    """``--set kv_bytes: 'fp8' is not a number ...`` + ``(did you mean --kv-cache fp8?)`` when the value
+    is a name the option takes (a storage format; for --precision a compute precision); else ``exc``."""
+    from engine.domain import storage
+
+    symbol = exc.field.removeprefix("--set ")
+    flag = NAMED_BY.get(symbol) if exc.field.startswith("--set ") else None
+    value = str(sets.get(symbol, "")).strip().lower()
+    names = storage.COMPUTE_BITS if flag == "--precision" else storage.NAMES
+    if flag is None or value.partition(":")[0] not in names or (flag == "--precision" and ":" in value):
+        return exc
+    return InputError(exc.field, f"{exc.message} (did you mean {flag} {value}?)")
 
 
 def _storage_presets(args, root, sets: dict, presets: dict) -> dict[str, str]:

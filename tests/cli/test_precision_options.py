@@ -171,3 +171,31 @@ def test_roofline_model_weights_kv_and_compute(capsys):
     assert code == 2 and "--precision" in err
     code, _, err = run(["roofline", "--device", "h100-sxm", "--flops", "1e12", "--bytes", "1e9", "--weights", "fp8"], capsys)
     assert code == 2 and "--weights" in err and "--model" in err
+
+
+# issue 28: a format's name given to --set as if it were a number names the option that takes it by name
+NOT_A_NUMBER = "is not a number with an optional unit (expected e.g. 80GiB, 3.35TB/s, 1h..3h, 40±10%)"
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["calc", "kv-concurrency", "--model", "qwen3-8b", "--device", "h100-sxm", "--set", "kv_bytes=fp8", "--set", "context_tokens=8192"],
+     f"--set kv_bytes: 'fp8' {NOT_A_NUMBER} (did you mean --kv-cache fp8?)"),
+    (["calc", "kv-concurrency", "--model", "qwen3-8b", "--device", "h100-sxm", "--set", "kv_bytes=NVFP4", "--sweep", "context_tokens=1k..8k"],
+     f"--set kv_bytes: 'NVFP4' {NOT_A_NUMBER} (did you mean --kv-cache nvfp4?)"),
+    (["calc", "kv-concurrency", "--model", "qwen3-8b", "--device", "h100-sxm", "--set", "kv_bytes_per_token=fp8", "--set", "context_tokens=8192"],
+     f"--set kv_bytes_per_token: 'fp8' {NOT_A_NUMBER} (did you mean --kv-cache fp8?)"),
+    (["calc", "training-memory", "--model", "llama-3.1-70b", "--device", "h100-sxm", "--set", "bytes_param=int4_group:64"],
+     f"--set bytes_param: 'int4_group:64' {NOT_A_NUMBER} (did you mean --weights int4_group:64?)"),
+    (["calc", "serving-fleet", "--model", "qwen3-8b", "--device", "h100-sxm", "--set", "peak_flops=fp8", "--set", "qps=50"],
+     f"--set peak_flops: 'fp8' {NOT_A_NUMBER} (did you mean --precision fp8?)"),
+    # no hint: not a format's name, a format for a symbol no option fills, a storage format that is no compute precision
+    (["calc", "kv-concurrency", "--model", "qwen3-8b", "--device", "h100-sxm", "--set", "kv_bytes=lots", "--set", "context_tokens=8192"],
+     f"--set kv_bytes: 'lots' {NOT_A_NUMBER}"),
+    (["calc", "kv-concurrency", "--model", "qwen3-8b", "--device", "h100-sxm", "--set", "context_tokens=fp8"],
+     f"--set context_tokens: 'fp8' {NOT_A_NUMBER}"),
+    (["calc", "serving-fleet", "--model", "qwen3-8b", "--device", "h100-sxm", "--set", "peak_flops=int4_group", "--set", "qps=50"],
+     f"--set peak_flops: 'int4_group' {NOT_A_NUMBER}"),
+])
+def test_calc_set_a_format_name_hints_at_the_option(argv, message, capsys):
+    code, out, err = run(argv, capsys)
+    assert (code, out, err) == (2, "", f"aiinfra: error: {message}\n")
