@@ -1,9 +1,10 @@
 # Quick start: `make run` (main job) and `make test` (whole suite). Both create .venv.
+# `make test-fast`: the suite less the tests marked slow (pyproject.toml's markers).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: run test install install-dev install-site site bench lint clean
+.PHONY: run test test-fast install install-dev install-site site bench lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +34,9 @@ run: install-site
 
 test: install-dev
 	$(BIN)/python -m pytest || test $$? -eq 5
+
+test-fast: install-dev
+	$(BIN)/python -m pytest -m "not slow" || test $$? -eq 5
 
 site: install-site
 	$(BIN)/aiinfra site build

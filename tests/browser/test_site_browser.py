@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a site build driven in Chromium: left out by make test-fast
+
 
 def _site_tests():
     """tests/site/test_site.py, for its cited inputs (EXTRA) and comparison (close)."""

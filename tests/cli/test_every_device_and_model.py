@@ -16,7 +16,7 @@ import pytest
 
 from engine.cli.main import main
 
-pytestmark = pytest.mark.sweep
+pytestmark = [pytest.mark.sweep, pytest.mark.slow]  # slow: left out by make test-fast
 ROOT = Path(__file__).resolve().parents[2]
 DEVICES = sorted(p.stem for p in (ROOT / "knowledge" / "hardware").glob("*.yaml"))
 MODELS = sorted(p.stem for p in (ROOT / "knowledge" / "models").glob("*.yaml"))

@@ -112,6 +112,7 @@ def test_an_svg_holds_one_panel_with_every_row(root, tmp_path, capsys):
     assert text.count("<circle ") == 3
 
 
+@pytest.mark.slow  # a whole validate run over the shipped measurements
 def test_the_gate_passes_on_the_shipped_knowledge_against_the_committed_baseline(capsys):
     # the gate the issue asks for: every kind's held-out MAPE within 5 points of the baseline, Spearman within 0.05
     code, out, err = run(["validate", "--gate", "--worst", "0"], capsys)

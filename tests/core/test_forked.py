@@ -9,6 +9,8 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from engine.core import forked
 
 
@@ -50,6 +52,7 @@ def test_one_job_few_items_or_other_threads_run_here(monkeypatch):
         other.join()
 
 
+@pytest.mark.slow  # SymPy proves every tree twice
 def test_the_trees_proofs_are_the_same_serial_and_forked(monkeypatch):
     """Every tree's problems, notes, proofs and regions: one process vs two workers."""
     from engine.kb.knowledge import Knowledge

@@ -26,6 +26,7 @@ HANDLES = api.calculators()
 # the compiled snap is 1e-9 of the step's argument; an input that is a small part of that argument moves the end by
 # (argument / input's share) x 1e-9 relative (engine_overhead_bytes, 4 GiB of a 57 GB K/V budget: 14 x 1e-9)
 STEP_TOLERANCE = 1e-7
+pytestmark = pytest.mark.slow  # SymPy over every (input, output) pair: left out by make test-fast
 
 
 def _pairs(handle, module):

@@ -31,6 +31,7 @@ GOLDEN = HERE / "golden" / "site"
 REL = 1e-9
 
 pytest.importorskip("sympy")
+pytestmark = pytest.mark.slow  # site builds and Node runs: left out by make test-fast
 
 
 def _normalise(text: str) -> str:

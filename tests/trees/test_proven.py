@@ -42,6 +42,7 @@ def test_the_shipped_table_is_current(shipped):
     assert set(proven.shipped()) == set(keys.values()), REFRESH
 
 
+@pytest.mark.slow  # SymPy proves three trees again
 @pytest.mark.parametrize("name", ["training-divergence", "checkpoint-strategy", "rl-layout"])
 def test_a_shipped_entry_is_what_sympy_proves(shipped, name):
     from engine.trees import regions
