@@ -21,8 +21,9 @@ Every point of TP x CP x PP x V (interleaved chunks) x EP x micro-batch x ZeRO s
 the fastest that fit are printed with what limits each, and why the first beats the second; layouts
 that differ only by ZeRO stage and tie are folded (--all lists them).
 serve: co-located or prefill/decode-split instances of TP (x EP) x decode batch against TTFT/TPOT;
-the Pareto front of tokens/s per GPU vs per user, the fewest GPUs for --demand/--qps, and how many
-points FX134's batch bound and the pd-disaggregation tree pruned.
+the Pareto front of tokens/s per GPU vs per user (its knee and about ten points spread along it; --all
+for every point), the fewest GPUs for --demand/--qps, and how many points FX134's batch bound and the
+pd-disaggregation tree pruned; where nothing meets the targets, the lowest TTFT and TPOT any layout reaches.
 """
 
 
@@ -75,7 +76,9 @@ def add_parsers(verbs, Parser, shared) -> None:
     p.add_argument("--workers", type=_int, metavar="W", help="processes for --executor process|dask (default: CPUs; dask 2)")
     p.add_argument("--scheduler", metavar="ADDRESS", help="with --executor dask: a running scheduler (default: a local cluster on 127.0.0.1)")
     p.add_argument("--tile", type=_int, default=1_000_000, metavar="P", help="points per tile, each reduced on its worker (default 1e6)")
-    p.add_argument("--all", action="store_true", help="train: list layouts that differ only by ZeRO stage and tie on step time (default: folded)")
+    p.add_argument("--all", action="store_true", help="train: list layouts that differ only by ZeRO stage and tie on step time (default: folded); "
+                   "serve: print every point of the Pareto front (default: its knee and about ten points spread along it; "
+                   "--format json and csv hold every point)")
     t = p.add_argument_group("pin an axis to one value (the others are still searched; every axis given: that layout is evaluated and "
                              "explained even where the search beats it, with the calibrated times of `aiinfra validate`; JSON holds it under "
                              "\"pinned\"). plan serve takes --tp, --ep, --batch or --concurrency, --dp")
@@ -473,7 +476,9 @@ def _n(count: int, noun: str) -> str:
 def serve(args) -> int:
     from engine.cli.common import emit, root_of
     from engine.cli.render import table, to_json
+    from engine.cli.serve_render import front_table, knee_line, reach_text
     from engine.core.errors import InputError
+    from engine.plan.front import knee
     from engine.plan.serve import plan_serve
 
     for name in ("prompt", "output"):
@@ -510,6 +515,7 @@ def serve(args) -> int:
     if args.format == "json":
         emit(to_json({"speculative": _speculative_json(r) if speculative is not None else None, "points": r.points, "feasible": r.feasible, "pruned_bound": r.pruned_bound, "pruned_tree": r.pruned_tree,
                       "pruned_early": r.pruned_early, "early_conditions": list(r.early_conditions), "tree_leaves": r.tree_leaves, "tp_prefill": r.tp_prefill, "front": list(r.front), "best": r.best, "cheapest": r.cheapest,
+                      "knee": r.front[knee(r.front)] if r.front else None, "reach": r.reach,
                       "min_gpus": r.min_gpus, "replicas": r.replicas, "tiles": r.tiles, "executor": r.executor, "assumptions": list(r.assumptions),
                       "pinned": {"given": pin, "dp": args.dp or 1, "points": list(r.pinned), "calibrated": calibrated} if pin else None,
                       "simulated": simulated}))
@@ -519,19 +525,20 @@ def serve(args) -> int:
     if args.format == "csv":
         emit(table(rows, columns, "csv"))
         return 0
+    bullet = "- " if args.format == "md" else "  "
     head = (_serve_pinned_text(r, calibrated, args) if r.pinned else "") + (_simulated_text(simulated, args) if simulated else "") + (
-            f"{r.points:,} points (mode x TP x EP x batch), {r.feasible:,} meet memory, TTFT and TPOT; {pruned}.\n"
-            "Pareto front (tokens/s per GPU vs per user):")
+            f"{r.points:,} points (mode x TP x EP x batch), {r.feasible:,} meet memory, TTFT and TPOT; {pruned}.")
     if r.best is None:
-        emit(head + "\n\nno configuration meets the targets")
+        emit(head + "\n\n" + reach_text(r.reach, _seconds(args.ttft, "--ttft"), _seconds(args.tpot, "--tpot"), bullet))
         return 0
+    head += "\nPareto front (tokens/s per GPU vs per user):"
     demand = f" for {args.demand:g} tok/s" if args.demand else (f" for {args.qps:g} req/s" if args.qps else " (one replica; give --demand or --qps)")
-    tail = (f"best throughput per GPU: {_layout(r.best)} ({r.best['tokens_per_s_per_gpu']:.1f} tok/s per GPU)\n"
+    tail = (f"{knee_line(r.front)}\n"
+            f"best throughput per GPU: {_layout(r.best)} ({r.best['tokens_per_s_per_gpu']:.1f} tok/s per GPU)\n"
             f"fewest GPUs meeting the targets{demand}: {r.min_gpus} ({_layout(r.cheapest)})")
     if speculative is not None:
         tail += "\n" + "\n".join(f"speculative decoding at the {name}: {_spec_verdict(x)}" for name, x in (("best", r.best), ("fewest GPUs", r.cheapest)))
-    bullet = "- " if args.format == "md" else "  "
-    emit(f"{head}\n\n{table(rows, columns, args.format)}\n\n{tail}\n\nassumptions:\n" + "\n".join(bullet + a for a in r.assumptions))
+    emit(f"{head}\n\n{front_table(r.front, rows, columns, args.format, every=args.all)}\n\n{tail}\n\nassumptions:\n" + "\n".join(bullet + a for a in r.assumptions))
     return 0
 
 

@@ -38,6 +38,7 @@ class ServePlan:
     tiles: int = 1
     executor: str = "serial"
     speculative: dict | None = None  # --speculative: the draft, E (FX80), c, the ideal and the best draft length (Speculation.as_dict)
+    reach: dict | None = None  # where no point meets the targets: the lowest TTFT and TPOT of the layouts that fit, or the least memory (reach())
 
 
 def _need_positive(value, field: str) -> float:
@@ -299,7 +300,7 @@ def plan_serve(root, model: str, device: str, *, executor: str = "serial", worke
     best = min((p["best"] for p in parts if p["best"]), key=_best_key, default=None)
     cheapest = min((p["cheapest"] for p in parts if p["cheapest"]), key=_cheap_key, default=None)
     rows = sorted((r for p in parts for r in p["rows"]), key=lambda r: r["index"])
-    return ServePlan(points=sum(p["points"] for p in parts), feasible=sum(p["feasible"] for p in parts), front=tuple(front), best=best,
+    return ServePlan(reach=reach(s) if best is None else None, points=sum(p["points"] for p in parts), feasible=sum(p["feasible"] for p in parts), front=tuple(front), best=best,
                      min_gpus=cheapest["fleet_gpus"] if cheapest else None, replicas=cheapest["replicas"] if cheapest else None,
                      assumptions=notes(s), rows=tuple(rows), cheapest=cheapest, pruned_bound=sum(p["pruned_bound"] for p in parts),
                      pruned_tree=sum(p["pruned_tree"] for p in parts), tree_leaves=merged_leaves,
@@ -320,6 +321,26 @@ def _evaluate_pinned(s: ServeSpace) -> tuple[dict, ...]:
         row["memory_bytes"] = float(t["memory"][i])
         out.append(row)
     return tuple(out)
+
+
+def reach(s: ServeSpace) -> dict:
+    """What the layouts reach where none meets the targets: the lowest TTFT and the lowest TPOT over the points that fit
+    in memory (``ttft``, ``tpot``: a row each, None where nothing fits), and the point of least memory per GPU
+    (``memory``, its ``usable`` beside). Every term grows with the batch, so each (TP, EP) is evaluated at its smallest
+    batch alone, without pruning (the FX134 bound drops every batch of a layout that misses the TPOT target)."""
+    from engine.core.record import replace
+
+    smallest = sorted({min(b for b in s.batch if b % e == 0) for e in s.ep if any(b % e == 0 for b in s.batch)})
+    sub = replace(s, prune="none", batch=tuple(smallest))
+    t = evaluate(sub, 0, sub.size)
+    usable = float(constants(sub)["usable"])
+    fits = np.flatnonzero(t["memory"] <= usable)
+
+    def lowest(key: str, among) -> dict | None:
+        return _row(t, min(among, key=lambda i: (t[key][i], t["index"][i])), sub) if len(among) else None
+
+    every = np.arange(len(t["index"]))
+    return {"ttft": lowest("ttft", fits), "tpot": lowest("tpot", fits), "memory": lowest("memory", every), "usable": usable}
 
 
 def notes(s: ServeSpace) -> tuple[str, ...]:

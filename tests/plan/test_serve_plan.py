@@ -228,3 +228,80 @@ def test_serve_path_does_not_import_sympy():
             "print('sympy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
     assert out.stdout.strip() == "False"
+
+
+WIDE = ["plan", "serve", "--model", "llama-3.1-8b", "--device", "h100-sxm", "--prompt", "1024", "--output", "256", "--ttft", "500ms", "--tpot", "50ms"]
+
+
+def _table_rows(out: str) -> list[str]:
+    """The rows of the first text table in ``out``: the lines after its dashes up to the blank line."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("--------"))
+    return lines[start + 1:lines.index("", start)]
+
+
+def test_text_prints_the_knee_and_about_ten_points_all_prints_every_one(capsys):
+    import json
+
+    assert main(WIDE + ["--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    front, knee = data["front"], data["knee"]
+    assert len(front) > 20 and knee in front  # JSON keeps every point of the front, the knee among them
+    assert main(WIDE) == 0
+    out = capsys.readouterr().out
+    rows = _table_rows(out)
+    assert 10 <= len(rows) <= 11  # both ends, the knee and points spread along the front
+    marked = [r.split() for r in rows if r.endswith("knee")]
+    assert len(marked) == 1 and (marked[0][0], int(marked[0][1]), int(marked[0][3])) == (knee["mode"], knee["tp"], knee["batch"])
+    assert f"{len(rows)} of the front's {len(front):,} points shown" in out and f"{len(front) - len(rows):,} left out" in out
+    assert "--all prints every point" in out and f"knee of the front: {knee['mode']} TP {knee['tp']}, batch {knee['batch']}" in out
+    assert main(WIDE + ["--all"]) == 0
+    out = capsys.readouterr().out
+    assert len(_table_rows(out)) == len(front) and "left out" not in out
+    assert main(WIDE + ["--format", "csv"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1 + len(front)  # CSV is for scripts: every point, as JSON
+
+
+def _tp_comm(t: int, tokens: int) -> float:
+    """FX704: 2 L all-reduces of tokens x H x 2 B, each an FX50 ring over t GPUs (20 us a step, NVLink x 0.7)."""
+    return 2 * L * (2 * (t - 1) * 20e-6 + 2 * (tokens * H * 2) * (t - 1) / t / (NVLINK * 0.7))
+
+
+def test_nothing_meets_the_targets_gives_the_lowest_ttft_and_tpot_by_hand(capsys):
+    r = plan_serve(".", "llama-3.1-8b", "h100-sxm", **{**ARGS, "tpot": 1e-3})
+    assert r.best is None and not r.front
+    kv, ctx = 2 * L * KVH * D * 2, 1024 + 256 / 2
+    # TTFT: one prompt's FX74 prefill on t GPUs and its all-reduces (FX77, no queue), per TP 1, 2, 4, 8:
+    # 42.4, 25.5, 20.8, 26.2 ms -> TP 4; the split's TTFT (prefill on TP 1 plus the K/V transfer) is above TP 1's
+    ttft = {t: 2 * (N + 2 * L * 1024 * A * D) * 1024 / (t * PEAK * MFU) + _tp_comm(t, 1024) for t in (1, 2, 4, 8)}
+    assert min(ttft, key=ttft.get) == 4
+    best = r.reach["ttft"]
+    assert (best["mode"], best["tp"], best["batch"]) == ("colocate", 4, 1) and best["ttft"] == pytest.approx(ttft[4], rel=1e-12)
+    # TPOT: the split's decode step at batch 1, no chunked-prefill share (FX78): FX75 roofline of FX131 and FX132 (MBU 1)
+    # plus the all-reduces of one token; 4.84, 4.98, ... ms -> TP 1
+    tpot = {t: max(2 * (N + 2 * L * ctx * A * D) / (t * PEAK * MFU), (2 * N / t + ctx * kv / t) / HBM_BW) + (_tp_comm(t, 1) if t > 1 else 0)
+            for t in (1, 2, 4, 8)}
+    assert min(tpot, key=tpot.get) == 1
+    best = r.reach["tpot"]
+    assert (best["mode"], best["tp"], best["batch"]) == ("split", 1, 1) and best["tpot"] == pytest.approx(tpot[1], rel=1e-12)
+    # the CLI at the same MFU and MBU: two lines, no empty table
+    assert main(BASE + ["--ttft", "500ms", "--tpot", "1ms", "--mfu", str(MFU), "--mbu", "1"]) == 0
+    out = capsys.readouterr().out
+    assert f"lowest TTFT {1e3 * ttft[4]:.1f} ms with colocate TP 4, batch 1 (target 500 ms: met)" in out
+    assert f"lowest TPOT {1e3 * tpot[1]:.2f} ms with split TP 1, batch 1 (target 1 ms: missed)" in out
+    assert "Pareto front" not in out and "mode      TP" not in out
+
+
+def test_nothing_fits_in_memory_gives_the_least_memory_by_hand(capsys):
+    # Llama-3.1-70B (knowledge/models/llama-3.1-70b.yaml: 70,553,706,496 parameters, 80 layers, 8 KV heads, head_dim 128)
+    # on L4 (24 GB): at TP 8, one request of 1,024 + 256 tokens: 2 N / 8 + 1,280 x (2 x 80 x 8 x 128 x 2 B) / 8
+    n70, kv70 = 70_553_706_496, 2 * 80 * 8 * 128 * 2
+    r = plan_serve(".", "llama-3.1-70b", "l4", mfu=0.4, **ARGS)
+    least = r.reach["memory"]
+    assert r.best is None and r.reach["ttft"] is None and r.reach["tpot"] is None
+    assert (least["tp"], least["batch"]) == (8, 1) and least["memory"] == pytest.approx(2 * n70 / 8 + 1280 * kv70 / 8, rel=1e-12)
+    assert least["memory"] > r.reach["usable"]
+    assert main(["plan", "serve", "--model", "llama-3.1-70b", "--device", "l4", "--prompt", "1024", "--output", "256", "--ttft", "500ms",
+                 "--tpot", "50ms", "--mfu", "0.4", "--max-batch", "48"]) == 0
+    out = capsys.readouterr().out
+    assert f"no layout fits in memory; the least is {(2 * n70 / 8 + 1280 * kv70 / 8) / 2**30:,.2f} GiB per GPU (colocate TP 8, batch 1)" in out
