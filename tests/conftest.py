@@ -19,6 +19,16 @@ def _private_cache_dir(tmp_path_factory):
         os.environ["AIINFRA_CACHE_DIR"] = previous
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_columns():
+    """Text tables fit $COLUMNS where it is set (engine.cli.render.terminal_width): the suite runs without it, so a
+    shell that exports it changes no expected output; the tests of the fitting set it themselves."""
+    previous = os.environ.pop("COLUMNS", None)
+    yield
+    if previous is not None:
+        os.environ["COLUMNS"] = previous
+
+
 @pytest.fixture(scope="session")
 def module():
     """The compiled formula module of the shipped knowledge (numeric only, no sympy at call time)."""

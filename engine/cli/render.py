@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import os
+import re
+import shutil
+import sys
+from collections.abc import Callable, Mapping, Sequence
+
+TERMINAL = "terminal"  # table(width=TERMINAL): fit a text table to terminal_width()
+NARROWEST = 8  # a free-text column is never shortened below this, its header or its widest number
+ELLIPSIS = "…"
 
 
 def to_json(data: object) -> str:
@@ -11,9 +19,27 @@ def to_json(data: object) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False, default=str)
 
 
-def table(rows: Sequence[dict], columns: Sequence[tuple[str, str]], fmt: str) -> str:
-    """``rows`` (dicts) with ``columns`` ((key, header) pairs) in the requested format."""
-    return _TABLES[fmt](rows, columns)
+def table(rows: Sequence[dict], columns: Sequence[tuple[str, str]], fmt: str, width: int | str | None = TERMINAL) -> str:
+    """``rows`` (dicts) with ``columns`` ((key, header) pairs) in the requested format. A text table wider than
+    ``width`` columns (default: terminal_width(); None: no limit) has its free-text columns shortened with an
+    ellipsis, the longest first; numbers, headers and one-word columns are kept whole. JSON, CSV and Markdown are
+    never shortened."""
+    if fmt != "text":
+        return _TABLES[fmt](rows, columns)
+    return _text(rows, columns, terminal_width() if width == TERMINAL else width)
+
+
+def terminal_width(environ: Mapping[str, str] | None = None, stream=None) -> int | None:
+    """The columns a text table should fit: ``$COLUMNS`` where set (on a pipe too), else the terminal's width
+    where standard output is a terminal; None (no limit) on a pipe or a file."""
+    given = (os.environ if environ is None else environ).get("COLUMNS", "").strip()
+    if given.isdigit() and int(given) > 0:
+        return int(given)
+    try:
+        tty = (sys.stdout if stream is None else stream).isatty()
+    except (AttributeError, ValueError):  # a closed or replaced stream
+        return None
+    return shutil.get_terminal_size().columns if tty else None
 
 
 def display_width(text: str) -> int:
@@ -25,12 +51,53 @@ def display_width(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
-def _text(rows, columns) -> str:
+def _text(rows, columns, width: int | None = None) -> str:
     cells = [[h for _, h in columns]] + [[_cell(r.get(k)) for k, _ in columns] for r in rows]
     widths = [max(display_width(row[i]) for row in cells) for i in range(len(columns))]
+    if width is not None and sum(widths) + 2 * (len(widths) - 1) > width:
+        widths = _fitted(cells, widths, width)
+        cells = [[_clip(c, w) for c, w in zip(row, widths, strict=True)] for row in cells]
     lines = ["  ".join(c + " " * (w - display_width(c)) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+_NUMBER = re.compile(r"[-+~≈<>]?[.\d]")
+
+
+def _fitted(cells: list[list[str]], widths: list[int], width: int) -> list[int]:
+    """Column widths within ``width`` (two spaces between columns): one column at a time, the widest of the
+    free-text ones (some cell holds a space or CJK text, and not every cell is a number) loses a column, down to its floor
+    (NARROWEST, its header, its widest number); as close as the floors allow."""
+    floors = []
+    for i, natural in enumerate(widths):
+        body = [row[i] for row in cells[1:] if row[i] not in ("", "-")]
+        numbers = [display_width(c) for c in body if _NUMBER.match(c)]
+        prose = any(" " in c or not c.isascii() for c in body) and len(numbers) < len(body)
+        floors.append(min(natural, max(NARROWEST, display_width(cells[0][i]), *numbers)) if prose else natural)
+    out, excess = list(widths), sum(widths) + 2 * (len(widths) - 1) - width
+    while excess > 0:
+        wide = [i for i in range(len(out)) if out[i] > floors[i]]
+        if not wide:
+            break
+        i = max(wide, key=lambda j: (out[j], j))  # the widest; ties: the rightmost
+        out[i] -= 1
+        excess -= 1
+    return out
+
+
+def _clip(text: str, width: int) -> str:
+    """``text`` in at most ``width`` terminal columns, ending in an ellipsis where it was cut."""
+    if display_width(text) <= width:
+        return text
+    kept, used = [], 0
+    for ch in text:
+        w = display_width(ch)
+        if used + w > width - 1:
+            break
+        kept.append(ch)
+        used += w
+    return "".join(kept).rstrip() + ELLIPSIS
 
 
 def _md(rows, columns) -> str:

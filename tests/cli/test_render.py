@@ -86,3 +86,80 @@ def test_text_table_aligns_chinese_titles():
     assert display_width("推理服务") == 8 and display_width("abc") == 3
     out = table([dict(a="推理", b="x"), dict(a="abcd", b="y")], [("a", "a"), ("b", "b")], "text").splitlines()
     assert out[2] == "推理  x" and out[3] == "abcd  y"
+
+
+# Fitting the terminal: the table below is 8 + 3 + 86 columns wide plus two 2-space gaps = 101.
+NOTE = "a" * 40 + " " + "b" * 45  # free text: 86 columns with a space
+FIT_COLUMNS = [("id", "id"), ("gb", "GB"), ("note", "note")]
+FIT_ROWS = [{"id": "h100-sxm", "gb": 80, "note": NOTE}, {"id": "b200", "gb": 192, "note": "HBM3e"}]
+WHOLE = "\n".join(["id        GB   note", "--------  ---  " + "-" * 86, "h100-sxm  80   " + NOTE, "b200      192  HBM3e"])
+
+
+def test_text_fits_columns_80_by_shortening_the_free_text(monkeypatch):
+    # 80 - (8 + 3 + 4) = 65 columns for the note: 64 of its characters and an ellipsis; id and GB whole
+    monkeypatch.setenv("COLUMNS", "80")
+    assert table(FIT_ROWS, FIT_COLUMNS, "text") == "\n".join([
+        "id        GB   note",
+        "--------  ---  " + "-" * 65,
+        "h100-sxm  80   " + "a" * 40 + " " + "b" * 23 + "…",
+        "b200      192  HBM3e",
+    ])
+
+
+def test_numbers_ids_and_headers_are_never_shortened(monkeypatch):
+    # 10 columns cannot hold it: the note stops at its floor of 8 (7 characters and the ellipsis), the rest whole
+    monkeypatch.setenv("COLUMNS", "10")
+    rows = [{"id": "h100-sxm", "gb": 1_234_567_890, "note": NOTE}]
+    assert table(rows, FIT_COLUMNS, "text").splitlines()[2] == "h100-sxm  1234567890  aaaaaaa…"
+
+
+def test_chinese_text_is_cut_by_terminal_columns(monkeypatch):
+    # 推理服务与显存 is 14 columns; at COLUMNS 11 the title column gets 11 - (1 + 2) = 8: a fourth wide character would
+    # leave no column for the ellipsis, so three (6 columns) and the ellipsis
+    monkeypatch.setenv("COLUMNS", "11")
+    out = table([{"n": 1, "t": "推理服务与显存"}, {"n": 2, "t": "KV 缓存"}], [("n", "#"), ("t", "title")], "text").splitlines()
+    assert out[2] == "1  推理服…" and out[3] == "2  KV 缓存"
+
+
+def test_a_pipe_without_columns_and_the_other_formats_are_left_whole(monkeypatch):
+    import io
+
+    from engine.cli.render import terminal_width
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert terminal_width({}, io.StringIO()) is None
+    assert table(FIT_ROWS, FIT_COLUMNS, "text") == WHOLE  # stdout is pytest's capture, not a terminal
+    monkeypatch.setenv("COLUMNS", "20")
+    assert table(FIT_ROWS, FIT_COLUMNS, "text", width=None) == WHOLE  # no limit asked
+    assert NOTE in table(FIT_ROWS, FIT_COLUMNS, "md") and NOTE in table(FIT_ROWS, FIT_COLUMNS, "csv")
+    assert NOTE in table(FIT_ROWS, FIT_COLUMNS, "json")
+
+
+def test_a_terminal_gives_its_width(monkeypatch):
+    import io
+    import os
+    import shutil
+
+    from engine.cli.render import terminal_width
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda *a, **k: os.terminal_size((72, 24)))
+    assert terminal_width({}, Terminal()) == 72
+    assert terminal_width({"COLUMNS": "80"}, Terminal()) == 80 and terminal_width({"COLUMNS": "80"}, io.StringIO()) == 80
+    assert terminal_width({"COLUMNS": "wide"}, io.StringIO()) is None
+
+
+def test_calc_list_fits_80_columns(monkeypatch, capsys):
+    from engine.cli.main import main
+    from engine.cli.render import display_width
+
+    assert main(["calc", "list"]) == 0
+    assert max(display_width(line) for line in capsys.readouterr().out.splitlines()) > 80  # the titles and outputs are long
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["calc", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(display_width(line) for line in lines) <= 80
+    assert any(line.startswith("calc:speculative-decoding  ") for line in lines)  # one-word ids whole
