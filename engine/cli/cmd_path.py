@@ -102,8 +102,7 @@ def _path_document(d: dict, md: bool) -> str:
     notes = [_step_note(s) for s in d["steps"] if s["condition"] or s["note"]]
     if notes:
         lines += ["", "notes:" if not md else "Notes:", *(f"- {n}" if md else f"  {n}" for n in notes)]
-    lines += ["", f"source: {d['source']}"]
-    return "\n".join(lines)
+    return "\n".join(lines)  # the record's provenance (files, commits, seed snapshots) is for --format json only
 
 
 def _step_note(step: dict) -> str:
@@ -180,7 +179,7 @@ def _result_document(r: dict, md: bool) -> str:
     head = f"## {r['id']}: {r['word_zh']}" if md else f"{r['id']}  (action word {r['word_zh']} / {r['word']})"
     rows = [dict(n=j, id=t["id"], title=t["title"], title_zh=t["title_zh"]) for j, t in enumerate(r["targets"], 1)]
     body = table(rows, _STEP_COLUMNS[:4], "md" if md else "text")
-    return "\n".join([f"{head}  {how}", "", body, "", f"note: {r['note']}", f"source: {r['source']}"])
+    return "\n".join([f"{head}  {how}", "", body, "", f"note: {r['note']}"])
 
 
 # ----------------------------------------------------------------------------- prereq

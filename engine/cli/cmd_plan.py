@@ -90,7 +90,7 @@ def add_parsers(verbs, Parser, shared) -> None:
     t.add_argument("--micro-batch", type=_int, metavar="M", help="sequences per micro-batch (DP x M divides the global batch)")
     t.add_argument("--zero", type=_int, metavar="Z", help="ZeRO stage 0-3 (above 0 needs DP > 1)")
     t.add_argument("--recompute", metavar="R", help="activation recomputation: none, selective or full")
-    b = p.add_argument_group("bounds (issue #33)")
+    b = p.add_argument_group("bounds")
     b.add_argument("--max-qps", action="store_true", help="plan serve: the highest request rate --gpus N GPUs sustain within --ttft/--tpot, "
                    "and the layout (TP x EP, batch, replicas) that achieves it: max over layouts of replicas x FX138 goodput x the FX87 "
                    "waterline / output tokens")

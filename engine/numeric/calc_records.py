@@ -34,6 +34,7 @@ class Calculator:
     notes: str = ""
     refuse: list[dict] = field(default_factory=list)  # {when: {selector: value | [values]}, message}
     optional_outputs: list[str] = field(default_factory=list)  # computed only when their inputs are there
+    provenance: list[str] = field(default_factory=list)  # for maintainers (the names -> symbols): JSON only, never text
 
     @property
     def name(self) -> str:
@@ -45,7 +46,7 @@ class Calculator:
             rec["id"], rec["title"], rec["title_zh"], list(rec.get("sections", ())), list(rec.get("chapters", ())),
             {i["symbol"]: {k: v for k, v in i.items() if k != "symbol"} for i in rec["inputs"]},
             list(rec["outputs"]), list(rec.get("assumptions", ())), list(rec.get("failure_boundaries", ())), rec.get("notes", ""),
-            list(rec.get("refuse", ())), list(rec.get("optional_outputs", ())),
+            list(rec.get("refuse", ())), list(rec.get("optional_outputs", ())), list(rec.get("provenance", ())),
         )
 
 
@@ -196,6 +197,7 @@ class CalcResult:
         self.outputs: dict[str, OutputValue] = outputs
         self.formulas: list[str] = formulas
         self.assumptions: list[str] = assumptions
+        self.provenance: list[str] = list(calc.provenance)
         self.warnings: list[str] = warnings
         # for --explain: id, name, variant, symbol, expr, substituted, value, unit; a callable is
         # called on first use (most runs never print the steps)
@@ -219,6 +221,7 @@ class CalcResult:
             "outputs": {k: v._asdict() for k, v in self.outputs.items()},
             "formulas": list(self.formulas),
             "assumptions": list(self.assumptions),
+            "provenance": list(self.provenance),
             "warnings": list(self.warnings),
             "ranking": {k: [{"input": n, "share": share} for n, share in v] for k, v in self.ranking.items()},
         }

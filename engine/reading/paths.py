@@ -122,13 +122,16 @@ def step_rows(k, path) -> list[dict]:
 
 
 def describe_path(k, path) -> dict:
+    """A path for output. Its record's ``source`` (the files and commits it was read from, the seed snapshots it was
+    checked against) is ``provenance``: for --format json, never printed in text."""
     return dict(id=path.id, kind=path.kind, book=path.book, title=path.title, title_zh=path.title_zh,
-                audience=path.audience, source=path.source, steps=step_rows(k, path))
+                audience=path.audience, provenance=path.source, steps=step_rows(k, path))
 
 
 def describe_action(k, action) -> dict:
+    """An action word for output; its record's ``source`` is ``provenance``, as describe_path's."""
     targets = [dict(id=t, title=titles(k, t)[0], title_zh=titles(k, t)[1]) for t in action.targets]
-    return dict(id=action.id, kind="action", word=action.word, word_zh=action.word_zh, note=action.note, source=action.source, targets=targets)
+    return dict(id=action.id, kind="action", word=action.word, word_zh=action.word_zh, note=action.note, provenance=action.source, targets=targets)
 
 
 # ----------------------------------------------------------------------------- goal words

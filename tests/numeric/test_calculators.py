@@ -228,7 +228,7 @@ def test_missing_input_names_it(records, module):
 def test_json_contract(records, module):
     r = kv(records, module, kv_budget_per_gpu="60GiB", kv_bytes_per_token_per_gpu=131072, context_tokens=4096)
     data = r.to_json()
-    assert set(data) == {"calculator", "inputs", "outputs", "formulas", "assumptions", "warnings", "ranking"}
+    assert set(data) == {"calculator", "inputs", "outputs", "formulas", "assumptions", "provenance", "warnings", "ranking"}
     assert data["calculator"] == "calc:kv-concurrency"
     assert set(data["inputs"]["context_tokens"]) == {"value", "unit", "low", "high", "source"}
     assert data["inputs"]["context_tokens"]["source"] == "user"

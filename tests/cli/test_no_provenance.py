@@ -1,0 +1,36 @@
+"""No internal provenance in what a person reads (issue 28): the issue's own names for a calculator's inputs and
+outputs ("Issue names → symbols", knowledge/calculators/*.yaml) and issue numbers are for maintainers. Text and
+Markdown leave them out; --format json keeps the names as ``provenance``. (Paths: tests/cli/test_cmd_path.py.)"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.cli.main import main
+
+TRAINING = ["calc", "training-memory", "--model", "llama-3.1-70b", "--device", "h100-sxm", "--set", "tp_size=8", "--set", "pp_size=4",
+            "--set", "dp_size=32", "--set", "zero_stage=1", "--set", "seq_len=8192", "--set", "micro_batch=1", "--set", "recompute=selective"]
+POWER = ["calc", "power-tco", "--set", "n_gpus=1000", "--set", "gpu_tdp=1000W", "--set", "it_power_model=host_factor", "--set", "host_overhead=1.4",
+         "--set", "pue=1.3", "--set", "electricity_price=0.6CNY/kWh", "--set", "capex_per_gpu=200000CNY", "--set", "depreciation_period=4"]
+CAPACITY = ["calc", "inference-capacity", "--model", "qwen3-8b", "--device", "h100-sxm", "--set", "kv_bytes=2", "--set", "batch_size=64",
+            "--set", "prompt_tokens=2048", "--set", "avg_output_tokens=256"]
+
+
+@pytest.mark.parametrize("argv", [TRAINING, POWER, CAPACITY], ids=["training-memory", "power-tco", "inference-capacity"])
+def test_calculator_text_has_no_issue_names_json_keeps_them(argv, capsys):
+    for fmt in (["--explain"], ["--format", "md"]):
+        assert main([*argv, *fmt]) == 0
+        out = capsys.readouterr().out
+        assert "Assumptions" in out and "Issue names" not in out
+    assert main([*argv, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [p[:22] for p in data["provenance"]] == ["Issue names → symbols:"]
+    assert not any("Issue names" in a for a in data["assumptions"])
+
+
+def test_plan_help_names_no_issue(capsys):
+    assert main(["plan", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "bounds:" in out and "issue #" not in out
