@@ -43,6 +43,7 @@ def check(k: Knowledge, measured=None) -> list[Problem]:
     problems += _trees(k)
     problems += _systems(k)
     problems += _failure_taxonomies(k)
+    problems += _scaling_laws(k)
     problems += _measurements(k) if measured is None else _measured(measured)
     return sorted(set(problems))
 
@@ -248,6 +249,16 @@ def _failure_taxonomies(k: Knowledge) -> list[Problem]:
     from engine.domain import failures
 
     return failures.problems(k)
+
+
+def _scaling_laws(k: Knowledge) -> list[Problem]:
+    """Scaling-law records: the law they name is a formula of the root, the points' columns name
+    parameters, loss and tokens or FLOPs, and an exclusion leaves points to fit."""
+    if not getattr(k, "scaling_laws", None):
+        return []
+    from engine.domain import scaling_data
+
+    return scaling_data.problems(k)
 
 
 def _dangling(k: Knowledge, graph) -> list[Problem]:

@@ -65,6 +65,7 @@ def _fresh(root) -> tuple[dict, list]:
         "systems": len(knowledge.systems),
         "grid presets": len(knowledge.carbon_intensity),
         "failure taxonomies": len(getattr(knowledge, "failure_taxonomies", {}) or {}),
+        "scaling laws": len(getattr(knowledge, "scaling_laws", {}) or {}),
         "trees": len(tree_files(knowledge.root)),
     }
     return counts, problems

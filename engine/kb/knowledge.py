@@ -44,7 +44,8 @@ KNOWLEDGE_KINDS = ("books", "chapters", "concepts", "paths", "actions", "goal_wo
 SINGLE_RECORD_FOLDERS = {"models": ("model", "models"), "hardware": ("hardware", "hardware"), "operators": ("operators", "operators"),
                          "calculators": ("calculator", "calculators"),
                          "reference_architectures": ("reference_architecture", "reference_architectures"),
-                         "systems": ("system", "systems"), "failure_taxonomies": ("failure_taxonomy", "failure_taxonomies")}
+                         "systems": ("system", "systems"), "failure_taxonomies": ("failure_taxonomy", "failure_taxonomies"),
+                         "scaling_laws": ("scaling_law", "scaling_laws")}
 # folders read by their own loader, not by Knowledge.load (measurement tables: engine.domain.measurements)
 OWN_LOADER_FOLDERS = ("measurements", "calibration")
 # files of knowledge/ that each hold a LIST of records of one kind: file -> (schema, Knowledge attribute)
@@ -77,6 +78,7 @@ class Knowledge:
     reference_architectures: dict[str, dict] = field(default_factory=dict)  # ra:<id> -> record (engine.domain.archs)
     systems: dict[str, dict] = field(default_factory=dict)  # sys:<id> -> record (engine.domain.systems)
     failure_taxonomies: dict[str, dict] = field(default_factory=dict)  # ft:<id> -> record (engine.domain.failures)
+    scaling_laws: dict[str, dict] = field(default_factory=dict)  # sl:<id> -> record (engine.domain.scaling_data)
     carbon_intensity: dict[str, dict] = field(default_factory=dict)  # grid:<id> -> record (knowledge/carbon_intensity.yaml)
     problems: list[Problem] = field(default_factory=list)
     places: dict[str, str] = field(default_factory=dict)  # id -> file:line
