@@ -75,10 +75,19 @@ def _engine(m) -> str:
     return f"{name}-{int(v.group(1))}.{int(v.group(2))}" if v and m.engine else name
 
 
+def _engine_name(m) -> str:
+    """The engine (and the runtime it ran, the record's backend) without its release: the host work per sequence in a
+    step is the engine's language and design (vLLM's and SGLang's Python schedulers, TensorRT-LLM's C++ executor)."""
+    name = (m.engine or "unstated").lower()
+    return f"{name}-{m.backend.lower()}" if getattr(m, "backend", None) and m.engine else name
+
+
 KINDS = {
     "serve": Kind("serve", serve.terms, serve.times, (
         Param("e_prefill", 0.5, 0.05, 1.0, "gen"), Param("e_decode", 0.5, 0.05, 1.0, "gen"), Param("e_hbm", 0.8, 0.2, 1.0, "gen"),
-        Param("e_kv", 0.6, 0.1, 1.0, "gen"), Param("e_link", 0.7, 0.1, 1.0, None), Param("ar_latency", 5e-6, 1e-7, 1e-4, None), Param("overhead", 3e-3, 1e-5, 0.1, "engine")), {"gen": _gen, "engine": _engine}, replay),
+        Param("e_kv", 0.6, 0.1, 1.0, "gen"), Param("e_link", 0.7, 0.1, 1.0, None), Param("ar_latency", 5e-6, 1e-7, 1e-4, None), Param("overhead", 3e-3, 1e-5, 0.1, "engine"),
+        Param("e_dequant", 0.7, 0.05, 1.0, None), Param("overhead_seq", 2e-5, 1e-7, 1e-3, "engine_name")),
+        {"gen": _gen, "engine": _engine, "engine_name": _engine_name}, replay),
     "train": Kind("train", train.terms, train.times, (
         Param("e_train", 0.5, 0.05, 1.0, "gen"), Param("exposed", 0.5, 0.01, 1.0, None),
         Param("x_half", 64.0, 1.0, 1024.0, None), Param("kappa", 20.0, 1.0, 200.0, None)), {"gen": _gen_precision}),

@@ -7,11 +7,15 @@ for a vector of calibration parameters, cheaply, so the fit can call it thousand
 A record states its layout as the engine does (``instance``: EP lives inside the TP ranks, attention DP splits them into
 groups); the terms are those of plan serve's instance of g = TP x EP GPUs, TP the attention TP and EP the attention groups,
 holding c requests (the record's concurrency over its replicas, capped by the K/V pages that fit, as engines admit):
-  decode step  T_d = max(FX131 matrix FLOPs / (peak x e_decode), weight bytes / (HBM x e_hbm))
+  decode step  T_d = max(FX131 matrix FLOPs / (peak x e_decode [x e_dequant]), weight bytes / (HBM x e_hbm))
                      + max(FX30's attention FLOPs / (peak x e_decode), FX132 K/V bytes / (HBM x e_kv))  (kernels in turn)
                      + FX704 TP all-reduces (FX50: 2 (TP-1) steps x latency + FX1 wire bytes / (NVLink x e_link))
                      + EP All2All F19 bytes / (link x e_link) + step overhead (FX78's step_overhead_time)
-  prefill      T_p = FX74 FLOPs of one prompt / (g x peak x e_prefill) + its TP all-reduces
+                     + c x overhead_seq (the engine's host work per sequence in the step: scheduling, sampling,
+                       detokenising and streaming each request's token, which grows with the batch)
+  prefill      T_p = FX74 FLOPs of one prompt / (g x peak x e_prefill [x e_dequant]) + its TP all-reduces
+               ([x e_dequant]: weight-only quantisation, weights narrower than the matrix products' precision, runs
+               its dequantising kernels at a fitted share of the matrix rate)
   TPOT         FX78: T_d + c x T_p / output (each step carries the chunked prefill share of the batch)
   TTFT         FX77: T_p + queue; queue = T_d / 2 (the running step) + M/D/1 wait of the prefills,
                rho x T_p / (2 (1 - rho)) with rho = X x T_p the prefill share of the GPU time
@@ -48,8 +52,8 @@ def terms(root, m) -> dict:
         raise Unmapped(f"{m.gpus} GPUs are not a multiple of the instance's {g} GPUs")
     replicas = m.gpus // g
     prec = m.precision
-    s = _space(str(root), m.model, m.device, int(w["prompt"]), int(w["output"]), prec.get("weights"), prec.get("kv_cache"),
-               compute_precision(str(root), m.device, prec))
+    computed = compute_precision(str(root), m.device, prec)
+    s = _space(str(root), m.model, m.device, int(w["prompt"]), int(w["output"]), prec.get("weights"), prec.get("kv_cache"), computed)
     if tp not in s.tp:
         raise Unmapped(f"TP {tp} does not divide the model's heads (valid: {', '.join(map(str, s.tp))})")
     f = _Formulas(str(root))
@@ -87,7 +91,7 @@ def terms(root, m) -> dict:
                 peak=s.peak, hbm=s.hbm_bw, link=s.nvlink_bw, ep_link=s.nvlink_bw if g <= s.nvlink_domain else s.scaleout_bw,
                 budget=float(limit[0]), max_running=float(limit[1] or 10**9),
                 prefill_first=float(prefill_first(m.engine, m.engine_version)), on_demand=float(ENGINE_ADMISSION.get((m.engine or "").lower()) == "on-demand"),
-                capped=bool(clients and fits < clients))
+                dq=float(weight_only(prec, computed)), capped=bool(clients and fits < clients))
 
 
 def instance(lay: dict, engine: str | None = None) -> tuple[int, int, int]:
@@ -144,6 +148,16 @@ def compute_precision(root: str, device: str, prec: dict) -> str:
     if weights not in COMPUTE_BITS or COMPUTE_BITS[weights] >= 16:
         return weights
     return weights if weights in _formats(root, device) else "bf16"
+
+
+def weight_only(prec: dict, computed: str) -> bool:
+    """Whether the record runs weight-only quantisation: weights narrower than the precision its matrix products run at
+    (MXFP4 or FP8 weights dequantised to BF16 inside the kernels), whose kernels reach a share of the BF16 matrix rate
+    of their own (the fitted e_dequant)."""
+    from engine.domain.storage import COMPUTE_BITS
+
+    weights = str(prec.get("weights") or "bf16").strip().lower()
+    return weights != computed and COMPUTE_BITS.get(weights, 16) < COMPUTE_BITS.get(computed, 16)
 
 
 @lru_cache(maxsize=64)
@@ -233,15 +247,27 @@ def _step(t, p, c):
     ar = t["ar_n"] * (t["ar_steps"] * p["ar_latency"] + b * t["ar1"] / (t["link"] * p["e_link"]))
     # the matrix kernels (bound by their FLOPs or the weights they read) and the attention kernels (their FLOPs or the K/V
     # they read) run one after the other: each kernel class its own roofline, the step their sum
-    matmul = np.maximum(b * t["cd1"] / (t["peak"] * p["e_decode"]), weights / (t["hbm"] * p["e_hbm"]))
+    matmul = np.maximum(b * t["cd1"] / (t["peak"] * p["e_decode"] * _dequant(t, p)), weights / (t["hbm"] * p["e_hbm"]))
     attention = np.maximum(b * t["ca1"] / (t["peak"] * p["e_decode"]), b * t["kv1"] / (t["hbm"] * p["e_kv"]))
-    return matmul + attention + ar + b * t["ep1"] / (t["ep_link"] * p["e_link"]) + p["overhead"]
+    return matmul + attention + ar + b * t["ep1"] / (t["ep_link"] * p["e_link"]) + p["overhead"] + c * _per_sequence(p)
+
+
+def _per_sequence(p):
+    """The engine's host time per sequence in a step (scheduling, sampling, detokenising and streaming each request's
+    token: overhead_seq), 0 under a calibration without it."""
+    return p["overhead_seq"] if "overhead_seq" in p else 0.0
+
+
+def _dequant(t, p):
+    """The weight-only kernels' share of the matrix rate: e_dequant on a weight-only row (terms' dq = 1), else 1."""
+    return p["e_dequant"] ** t["dq"] if "e_dequant" in p and "dq" in t else 1.0
 
 
 def times(t: dict[str, np.ndarray], p: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """TTFT, TPOT, E2E (s) and throughputs of terms ``t`` under parameters ``p`` (arrays, one entry per record):
-    e_prefill, e_decode, e_hbm, e_link, ar_latency (s per ring step), overhead (s per step)."""
-    prefill = t["cp"] / (t["peak"] * p["e_prefill"]) + t["ar_n"] * (t["ar_steps"] * p["ar_latency"] + t["prompt"] * t["ar1"] / (t["link"] * p["e_link"])) + p["overhead"]
+    e_prefill, e_decode, e_hbm, e_link, ar_latency (s per ring step), overhead (s per step), overhead_seq (s per
+    sequence in a step), e_dequant (the share of the matrix rate weight-only kernels reach)."""
+    prefill = t["cp"] / (t["peak"] * p["e_prefill"] * _dequant(t, p)) + t["ar_n"] * (t["ar_steps"] * p["ar_latency"] + t["prompt"] * t["ar1"] / (t["link"] * p["e_link"])) + p["overhead"] + _per_sequence(p)
     c = np.where(t["fixed"] > 0, t["fixed"], _slots(t))  # the clients in flight (as many as the engine runs when unstated)
     open_loop = t["rate"] > 0
     if open_loop.any():  # c = rate x E2E (FX81), iterated from one request in flight, on the open-loop rows alone

@@ -12,7 +12,8 @@ the end of the step that finishes its prompt. Requests are admitted while the K/
 A step's time is the engine's own step model (``engine.measure.serve``'s terms under a calibration): the matrix
 kernels bound by their FLOPs (decode and prefill tokens at their efficiencies) or by the weights the step's tokens
 route to, the attention kernels by their FLOPs or the K/V they read, TP all-reduces and EP All2All of the step's
-tokens, and the per-step overhead.
+tokens, and the per-step overhead with the host's share per sequence in the step (a prompt counted by its share of
+tokens in the step).
 
 Clients are closed-loop (a fixed number in flight, each sending its next request when the last one finishes, as
 benchmark tools run) or open-loop (Poisson arrivals, gamma arrivals with a coefficient of variation, or a trace of
@@ -97,8 +98,9 @@ class StepModel:
         self.ep = g("ep")
         self.experts, self.top_k = g("experts"), g("top_k")
         self.w_dense, self.w_expert = g("w_dense"), g("w_expert")
-        self.dec = g("cd1") / (g("peak") * q("e_decode"))  # s per decode token's matrix FLOPs
-        self.pre = g("cp") / g("prompt") / (g("peak") * q("e_prefill"))  # s per prompt token's FLOPs
+        dq = q("e_dequant") ** g("dq") if "e_dequant" in p and "dq" in t else 1.0  # weight-only kernels' share of the matrix rate
+        self.dec = g("cd1") / (g("peak") * q("e_decode") * dq)  # s per decode token's matrix FLOPs
+        self.pre = g("cp") / g("prompt") / (g("peak") * q("e_prefill") * dq)  # s per prompt token's FLOPs
         self.att = g("ca1") / g("ctx") / (g("peak") * q("e_decode"))  # s per attended context token (FLOPs)
         self.kv = g("kv1") / g("ctx") / (g("hbm") * q("e_kv"))  # s per context token's K/V read
         self.hbm = g("hbm") * q("e_hbm")
@@ -106,6 +108,8 @@ class StepModel:
         self.ar_tok = g("ar_n") * g("ar1") / (g("link") * q("e_link"))
         self.ep_tok = g("ep1") / (g("ep_link") * q("e_link"))
         self.overhead = q("overhead")
+        self.per_seq = q("overhead_seq") if "overhead_seq" in p else 0.0  # host time per sequence in a step
+        self.prompt = g("prompt")
 
     def one(self, nd: float, ctx_sum: float, pf: float) -> float:
         """``__call__`` for plain floats (the event loop's common case, without NumPy's per-call cost)."""
@@ -115,7 +119,7 @@ class StepModel:
         matmul = max(nd / ep * self.dec + pf / ep * self.pre, weights / self.hbm)
         attention = ctx_sum / ep * max(self.att, self.kv)
         ar = self.ar_fixed + tokens * self.ar_tok if self.ar_tok > 0 else 0.0
-        return matmul + attention + ar + tokens * self.ep_tok + self.overhead
+        return matmul + attention + ar + tokens * self.ep_tok + self.overhead + (nd + pf / self.prompt) * self.per_seq
 
     def __call__(self, nd, ctx_sum, pf):
         """Seconds for a step of ``nd`` decoding requests holding ``ctx_sum`` context tokens and ``pf`` prompt tokens
@@ -130,7 +134,7 @@ class StepModel:
         matmul = np.maximum(nd / ep * self.dec + pf / ep * self.pre, weights / self.hbm)
         attention = np.maximum(ctx_sum / ep * self.att, ctx_sum / ep * self.kv)
         ar = np.where(self.ar_tok > 0, self.ar_fixed + tokens * self.ar_tok, 0.0)
-        return matmul + attention + ar + tokens * self.ep_tok + self.overhead
+        return matmul + attention + ar + tokens * self.ep_tok + self.overhead + (nd + pf / self.prompt) * self.per_seq
 
 
 def lengths(kind: str, mean: int, n: int, rng, *, ratio: float = 1.0, sigma: float = 0.0, trace=None, field: str = "--lengths") -> np.ndarray:

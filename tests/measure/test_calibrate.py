@@ -112,6 +112,6 @@ def test_an_unseen_release_takes_the_same_engines_nearest_fitted_release():
     kind = calibrate.KINDS["serve"]
     fitted = {p.name: {"shared": p.start} for p in kind.params}
     fitted["overhead"] = {"shared": 6e-3, "tensorrt-llm-0.17": 3.5e-3, "tensorrt-llm-1.0": 5e-3, "sglang": 5.6e-3, "vllm-0.8": 6.3e-3}
-    groups = [{"gen": "hopper", "engine": e} for e in ("tensorrt-llm-0.14", "tensorrt-llm-1.2", "sglang-0.4", "vllm-0.7", "lmdeploy-0.6")]
+    groups = [{"gen": "hopper", "engine": e, "engine_name": e.rsplit("-", 1)[0]} for e in ("tensorrt-llm-0.14", "tensorrt-llm-1.2", "sglang-0.4", "vllm-0.7", "lmdeploy-0.6")]
     got = calibrate.values_for(kind, fitted, groups)["overhead"]
     assert got.tolist() == [3.5e-3, 5e-3, 5.6e-3, 6.3e-3, 6e-3]

@@ -135,3 +135,48 @@ def test_a_speculative_run_is_not_scored_as_plain_decoding():
     assert row.speculative == {"method": "mtp", "draft_tokens": 3, "steps": 3}
     with pytest.raises(Unmapped, match=r"speculative decoding \(mtp, 3 draft tokens, no acceptance stated\)"):
         serve.terms(root, row)
+
+
+def test_weight_only_kernels_run_at_their_share_of_the_matrix_rate():
+    # a weight-only row (dq = 1: MXFP4 or FP8 weights dequantised into BF16 products) at e_dequant = 0.5: the prompt's
+    # 1.6e13 FLOPs run at 1e15 x 0.5 x 0.5, 0.064 s + the 2 ms overhead; a row that is not weight-only (dq = 0) keeps
+    # 0.034 s whatever e_dequant is
+    t = {k: np.array([float(v)]) for k, v in {**DENSE, "dq": 1.0}.items()}
+    p = {k: np.array([v]) for k, v in {**P, "e_dequant": 0.5}.items()}
+    one = {k: float(v[0]) for k, v in serve.times(t, p).items()}
+    assert one["ttft"] == pytest.approx(1.6e13 / (1e15 * 0.5 * 0.5) + 2e-3, rel=1e-12)
+    t["dq"] = np.array([0.0])
+    assert float(serve.times(t, p)["ttft"][0]) == pytest.approx(PREFILL, rel=1e-12)
+    # decode at one request is bound by the weights (1e-2 s), not by the slower products (16e9 / 2.5e14 = 6.4e-5 s)
+    assert one["tpot"] == pytest.approx(16e9 / (2e12 * 0.8) + 1e6 / (2e12 * 0.8) + 2e-3, rel=1e-12)
+
+
+@pytest.mark.parametrize("device, prec, want", [
+    ("h100-sxm", {"weights": "mxfp4"}, True),  # no FP4 tensor cores on Hopper: MXFP4 weights, BF16 products
+    ("a100-sxm-80gb", {"weights": "fp8"}, True),  # no FP8 tensor cores on Ampere
+    ("h100-sxm", {"weights": "fp8"}, False),  # FP8 products on Hopper
+    ("b200", {"weights": "mxfp4"}, False),  # Blackwell states an MXFP4 peak
+    ("h100-sxm", {"weights": "bf16"}, False),
+])
+def test_which_rows_run_weight_only(device, prec, want):
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[2])
+    assert serve.weight_only(prec, serve.compute_precision(root, device, prec)) is want
+
+
+def test_the_host_work_per_sequence_grows_the_step_with_the_batch():
+    # overhead_seq = 50 us a sequence: a step of 1 request pays 2 ms + 50 us, of 64 requests 2 ms + 64 x 50 us = 5.2 ms
+    # (64 x 1e6 B of K/V: + 64e6 / 1.6e12 = 40 us; the weights still bound the products: 16e9 / 1.6e12 = 1e-2 s);
+    # a lone prompt's step carries its one sequence: 0.034 s + 50 us
+    p = {k: np.array([v]) for k, v in {**P, "overhead_seq": 5e-5}.items()}
+
+    def one(**over):
+        t = {k: np.array([float(v)]) for k, v in {**DENSE, **over}.items()}
+        return {k: float(v[0]) for k, v in serve.times(t, p).items()}
+
+    assert one()["tpot"] == pytest.approx(1e-2 + 1e6 / 1.6e12 + 2e-3 + 5e-5, rel=1e-12)
+    assert one()["ttft"] == pytest.approx(PREFILL + 5e-5, rel=1e-12)
+    step64 = 1e-2 + 64e6 / 1.6e12 + 2e-3 + 64 * 5e-5
+    # TPOT at 64 clients: the step plus the 63 others' prompts (each 0.034 s + 50 us) spread over 100 output tokens
+    assert one(fixed=64)["tpot"] == pytest.approx(step64 + 63 / 100 * (PREFILL + 5e-5), rel=1e-12)

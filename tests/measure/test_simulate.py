@@ -138,3 +138,20 @@ def test_bad_input_names_its_field(call, field):
     with pytest.raises(InputError) as exc:
         call()
     assert exc.value.field == field
+
+
+def test_the_host_work_per_sequence_counts_every_sequence_in_the_step():
+    # overhead_seq = 1 ms a sequence: a lone request's prompt step pays it once (0.034 + 0.001 s) and each decode step
+    # once (0.012 + 0.001 s); a step's prompt tokens count as prompts of the run's length (1000 tokens: one prompt), four
+    # decoding requests as four sequences (4 x 1 ms); at one client the closed forms and the simulation still agree
+    p = {**P, "overhead_seq": 1e-3}
+    step = S.StepModel(T, p)
+    r = S.simulate(step, np.full(1, 1000), np.full(1, 100), concurrency=1, capacity=1e6)
+    assert r.ttft[0] == pytest.approx(PREFILL + 1e-3, rel=1e-12)
+    assert r.tpot[0] == pytest.approx(DECODE + 1e-3, rel=1e-12)
+    assert step.one(0, 0, 1000) - STEP.one(0, 0, 1000) == pytest.approx(1e-3, rel=1e-12)  # 1000 prompt tokens = one prompt of 1000
+    assert step.one(4, 0, 0) - STEP.one(4, 0, 0) == pytest.approx(4e-3, rel=1e-12)  # four decoding sequences
+    closed = serve.times({k: np.array([float(v)]) for k, v in T.items()}, {k: np.array([v]) for k, v in p.items()})
+    sim = S.simulate(step, np.full(20, 1000), np.full(20, 100), concurrency=1, capacity=1e6).summary()
+    assert sim["ttft"]["mean"] == pytest.approx(float(closed["ttft"][0]), rel=1e-9)
+    assert sim["tpot"]["mean"] == pytest.approx(float(closed["tpot"][0]), rel=1e-9)
