@@ -394,8 +394,11 @@ def run_all(py: list[str], queries: list[dict], jobs: int) -> dict:
 
 # ---------------------------------------------------------------- ours, summary
 
-def our_predictions() -> dict[str, dict]:
-    """{record id: row} from ``aiinfra validate --kind serve --format json``, or {} where there is none."""
+def our_predictions(saved: Path | None = None) -> dict[str, dict]:
+    """{record id: row} from ``aiinfra validate --kind serve --format json`` (run now, or its output saved in ``saved``),
+    or {} where there is none."""
+    if saved is not None:
+        return _rows(saved.read_text())
     exe = ROOT / ".venv" / "bin" / "aiinfra"
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "engine"]
     try:
@@ -405,7 +408,11 @@ def our_predictions() -> dict[str, dict]:
                              cwd=ROOT, timeout=1800)
     except (OSError, subprocess.TimeoutExpired):
         return {}
-    text = out.stdout.strip()
+    return _rows(out.stdout)
+
+
+def _rows(text: str) -> dict[str, dict]:
+    text = text.strip()
     try:
         data = json.loads(text)
     except ValueError:
@@ -439,6 +446,8 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=max(1, min(4, os.cpu_count() or 1)), help="aiconfigurator worker processes")
     ap.add_argument("--only", help="only records whose id contains one of these comma-separated texts")
     ap.add_argument("--no-ours", action="store_true", help="skip the aiinfra validate column")
+    ap.add_argument("--ours", type=Path, help="read our column from this saved 'aiinfra validate --kind serve --format json' output "
+                    "instead of running validate (about ten minutes)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--dump-records", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -466,7 +475,7 @@ def main(argv=None) -> int:
         rows.append((rec, row))
     print(f"{len(recs)} serve records, {len(queries)} distinct aiconfigurator estimates to run ({py[0]})", file=sys.stderr)
     results = run_all(py, list(queries.values()), a.jobs) if queries else {}
-    ours = {} if a.no_ours else our_predictions()
+    ours = {} if a.no_ours else our_predictions(a.ours)
     for rec, row in rows:
         if not row["mapped"]:
             continue
