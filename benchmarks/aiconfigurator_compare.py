@@ -495,9 +495,11 @@ def main(argv=None) -> int:
             row["record_engine_version"] = rec["engine_version"]
     for rec, row in rows:
         o = ours.get(rec["id"])
-        if o and o.get("predicted"):
-            row["ours_predicted"] = float(o["predicted"])
-            row["ours_ratio"] = float(o["predicted"]) / rec["value"]
+        # validate's rows carry the held-out prediction (the fit without the row's own table) in the record's unit
+        mine = (o or {}).get("held_out", (o or {}).get("predicted"))
+        if mine and o.get("measured"):
+            row["ours_ratio"] = float(mine) / float(o["measured"])
+            row["ours_predicted"] = row["ours_ratio"] * float(row["measured"])
     a.out.parent.mkdir(parents=True, exist_ok=True)
     with a.out.open("w") as f:
         for _, row in rows:
