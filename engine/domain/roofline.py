@@ -10,8 +10,6 @@ figure never enters by accident. Published achieved/peak ratios of the device
 
 from __future__ import annotations
 
-import os
-
 from engine.core.record import dataclass
 from engine.domain.hardware import Device, Selection
 from engine.numeric.evaluate import evaluate
@@ -57,17 +55,9 @@ class Band:
 
 def formula_module(root: str):
     """The compiled formulas of ``root``, or of the shipped knowledge when ``root`` has none."""
-    from engine.core.paths import shipped_root
     from engine.numeric import compiled
 
-    use = root if os.path.isdir(os.path.join(root, "formulas")) else shipped_root()
-    module = compiled.load(use)
-    missing = [f for f in FORMULAS if f not in module.FORMULAS]
-    if missing:
-        from engine.core.errors import InputError
-
-        raise InputError("--root", f"{use} lacks the roofline formulas {', '.join(missing)} (formulas/roofline.yaml)")
-    return module
+    return compiled.load_having(root, FORMULAS, "roofline formulas", "formulas/roofline.yaml")
 
 
 def _value(module, fid: str, given: dict) -> float:

@@ -67,17 +67,9 @@ class Lifecycle:
 
 def formula_module(root: str):
     """The compiled formulas of ``root``, or of the shipped knowledge when ``root`` has none."""
-    import os
-
-    from engine.core.paths import shipped_root
     from engine.numeric import compiled
 
-    use = root if os.path.isdir(os.path.join(root, "formulas")) else shipped_root()
-    module = compiled.load(use)
-    missing = [f for f in FORMULAS if f not in module.FORMULAS]
-    if missing:
-        raise InputError("--root", f"{use} lacks the scaling-law formulas {', '.join(missing)} (formulas/compute.yaml)")
-    return module
+    return compiled.load_having(root, FORMULAS, "scaling-law formulas", "formulas/compute.yaml")
 
 
 def value(module, fid: str, given: dict) -> float:

@@ -177,6 +177,20 @@ RACY_NS = 2_000_000_000  # a file modified this recently is judged by content, n
 _MEMO: dict[str, list] = {}  # absolute root -> [stamp, racy, key, module, checked_at]
 
 
+def load_having(root, needed, what: str, where: str):
+    """The compiled formulas of ``root``, or of the shipped knowledge when ``root`` has no formulas/ folder; an
+    InputError on --root when they lack any of ``needed`` (``what`` those formulas are, ``where`` their file)."""
+    from engine.core.errors import InputError
+    from engine.core.paths import shipped_root
+
+    use = root if os.path.isdir(os.path.join(root, "formulas")) else shipped_root()
+    module = load(use)
+    missing = [f for f in needed if f not in module.FORMULAS]
+    if missing:
+        raise InputError("--root", f"{use} lacks the {what} {', '.join(missing)} ({where})")
+    return module
+
+
 def memoised(root):
     """``load(root)``, kept in this process: an edit of a formula file is seen by the
     first call that starts FRESH_INTERVAL after it; ``forget()`` makes the next call check."""
