@@ -28,8 +28,11 @@ install-dev: $(VENV)/.installed-dev
 
 # check the knowledge, a short tour, then build the docs site and serve it on 127.0.0.1:8000
 run: install-site
+	@echo "== 1/3 aiinfra check: every formula, record, tree and calculator validated"
 	$(BIN)/aiinfra check
+	@echo "== 2/3 a short tour: a few commands and their results"
 	$(BIN)/python -m engine.tour
+	@echo "== 3/3 the docs site: built, then served on http://127.0.0.1:8000 (Ctrl-C stops it)"
 	$(BIN)/aiinfra site serve
 
 test: install-dev

@@ -146,7 +146,7 @@ def regions(args) -> int:
     from engine.trees import regions as trees_symbolic
 
     run = runner(root, args.id)
-    iv, _ = trees_symbolic.intervals(run, args.target, _with_presets(run, given, args, root))
+    iv, _ = trees_symbolic.intervals(run, args.target, *_with_presets(run, given, args, root))
     emit(_render_intervals(run.tree, iv, args.format))
     return 0
 
@@ -159,7 +159,7 @@ def boundary(args) -> int:
     _no_csv(args)
     root = root_of(args)
     run = runner(root, args.id)
-    iv, flips = trees_symbolic.boundaries(run, args.target, _with_presets(run, parse_sets(args.sets), args, root))
+    iv, flips = trees_symbolic.boundaries(run, args.target, *_with_presets(run, parse_sets(args.sets), args, root))
     emit(_render_boundary(run.tree, iv, flips, args.format))
     return 0
 
@@ -204,13 +204,14 @@ def _presets(args, root) -> dict | None:
     return presets.cached(root, args.model, args.device, args.precision)
 
 
-def _with_presets(run, given: dict, args, root) -> dict:
-    """``given`` plus the preset values the tree can use (never one the user gave or --for moves)."""
-    out = dict(given)
-    for name, (value, _) in (_presets(args, root) or {}).items():
+def _with_presets(run, given: dict, args, root) -> tuple[dict, dict]:
+    """``given`` plus the preset values the tree can use (never one the user gave or --for moves), and each preset
+    value's source (a preset's range is [value, low, high], which only a preset may pass)."""
+    out, sources = dict(given), {}
+    for name, (value, source) in (_presets(args, root) or {}).items():
         if name in run.allowed and name not in out and name not in run.tree.fixed and name != args.target:
-            out[name] = value
-    return out
+            out[name], sources[name] = value, source
+    return out, sources
 
 
 def _no_csv(args) -> None:

@@ -34,8 +34,9 @@ class Interval:
     integer: bool = False
 
 
-def intervals(runner: Runner, var: str, given: dict[str, object]) -> tuple[Interval, Algebra]:
-    """Per leaf, the set of VAR that leads to it when every other input has a value.
+def intervals(runner: Runner, var: str, given: dict[str, object], sources: dict[str, str] | None = None) -> tuple[Interval, Algebra]:
+    """Per leaf, the set of VAR that leads to it when every other input has a value (``sources``: where a value that
+    is not the user's came from, e.g. a --model/--device preset, whose range travels as [value, low, high]).
 
     Categorical answers (given or defaulted) select the routes first, so only the numbers
     those routes need are required; an answer without a value leaves all its routes open.
@@ -51,8 +52,8 @@ def intervals(runner: Runner, var: str, given: dict[str, object]) -> tuple[Inter
     formula_given.update({n: v for n, (v, _) in runner.tree.fixed.items()})
     if symbols.info(var)["kind"] == "formula":
         formula_given[var] = "1"  # a placeholder that stops the chain at VAR; never substituted
-    plan = _TreePlan(runner.calc, runner.graph, formula_given, None, symbols)
-    local = _WalkState(runner, {k: v for k, v in given.items() if symbols.info(k)["kind"] != "formula"}, None)
+    plan = _TreePlan(runner.calc, runner.graph, formula_given, None, symbols, sources)
+    local = _WalkState(runner, {k: v for k, v in given.items() if symbols.info(k)["kind"] != "formula"}, None, sources)
     cats = _answers(runner, plan, local)
     paths = {key: [p for p in ps if all(cats.get(k) in (None, v) for k, v in p.cats.items())] for key, ps in routes(runner, alg.conds).items()}
     atoms = {lit.atom for ps in paths.values() for p in ps for c, _ in p.terms for conj in dnf(c) for lit in conj}
@@ -204,9 +205,9 @@ class Flip:
     at_point: str
 
 
-def boundaries(runner: Runner, var: str, given: dict[str, object]) -> tuple[Interval, list[Flip]]:
+def boundaries(runner: Runner, var: str, given: dict[str, object], sources: dict[str, str] | None = None) -> tuple[Interval, list[Flip]]:
     """Values of VAR where the leaf changes, each with the closed form it comes from."""
-    iv, alg = intervals(runner, var, given)
+    iv, alg = intervals(runner, var, given, sources)
     points = sorted({b for s in iv.sets.values() for b in _ends(s)}, key=float)
     domain = _domain_set(runner.symbols.info(var)["domain"])
     probes = _probes(points, domain)

@@ -304,3 +304,15 @@ def test_walk_on_a_pty_keeps_typed_answers_through_ranged_presets():
     assert "latency_slo = interactive -> stall" in out
     assert "Recommendation (disaggregate)" in out
     assert "needs a value" not in out
+
+
+@pytest.mark.parametrize("action", ["boundary", "regions"])
+def test_boundary_and_regions_take_a_device_presets_range(action, capsys):
+    """--device h100-sxm presets the MFU as the calibration's range, which travels as [value, low, high]; only a
+    user's own list is refused (issue 24), so the preset must not be read as one (this exited 2 and broke make run)."""
+    argv = ["tree", action, "pd-disaggregation", "--for", "prompt_tokens", "--model", "qwen3-8b", "--device", "h100-sxm",
+            "--set", "latency_slo=interactive", "--set", "decode_batch=32", "--set", "avg_output_tokens=256", "--set", "kv_bytes=2",
+            "--set", "tpot_slo=50ms", "--set", "serving_gpus=64", "--set", "kv_link_bandwidth=50GB/s"]
+    code, out, err = run(argv, capsys)
+    assert code == 0, err
+    assert "colocate" in out and "disaggregate" in out
