@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from engine.cli.common import emit, parse_sets, root_of, scan_options
-from engine.cli.render import table, to_json
+from engine.cli.render import TERMINAL, table, terminal_width, to_json
 from engine.core.errors import InputError
 from engine.core.humanize import friendly, number, value_range
 from engine.numeric import compiled
@@ -387,7 +387,11 @@ def render(result, fmt: str, explain: bool = False) -> str:
     if verdict(result):  # a result that does not fit says so first
         lines[1:1] = [verdict(result), ""]
     rows = [dict(name=n, value=value_range(v), unit=v.unit, source=v.source) for n, v in result.inputs.items()]
-    lines += [table(rows, [("name", "input"), ("value", "value"), ("unit", "unit"), ("source", "source")], "md" if md else "text"), ""]
+    heads = [("name", "input"), ("value", "value"), ("unit", "unit"), ("source", "source")]
+    shown = table(rows, heads, "md" if md else "text", None if explain else TERMINAL)
+    lines += [shown, ""]
+    if not md and not explain and shown != table(rows, heads, "text", None):  # sources cut to the terminal's width
+        lines[-1:] = [f"(sources shortened to fit {terminal_width()} columns: --explain prints them whole, as --format json does)", ""]
     rows = [dict(name=n, value=value_range(v), unit=v.unit, friendly=friendly(v.value, v.unit), method=v.method) for n, v in result.outputs.items()]
     lines += [table(rows, [("name", "output"), ("value", "value"), ("unit", "unit"), ("friendly", ""), ("method", "range")], "md" if md else "text"), ""]
     lines.append("Formulas: " + " -> ".join(result.formulas))

@@ -163,3 +163,20 @@ def test_calc_list_fits_80_columns(monkeypatch, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert max(display_width(line) for line in lines) <= 80
     assert any(line.startswith("calc:speculative-decoding  ") for line in lines)  # one-word ids whole
+
+
+def test_calc_sources_fit_the_terminal_and_explain_prints_them_whole(monkeypatch, capsys):
+    """Issue 28: a calculator's long source notes are shortened to $COLUMNS with a line saying so; --explain prints
+    them whole. The H100's driver-reported total (79.18 GiB, from vLLM's start-up logs) has a source over 200 characters."""
+    from engine.cli.main import main
+
+    argv = ["calc", "kv-concurrency", "--model", "qwen3-8b", "--device", "h100-sxm", "--set", "context_tokens=8192"]
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    table_lines = out.split("\n\noutput")[0].splitlines()[2:]
+    assert table_lines and max(len(line) for line in table_lines) <= 100
+    assert "(sources shortened to fit 100 columns: --explain prints them whole" in out
+    assert main(argv + ["--explain"]) == 0
+    out = capsys.readouterr().out
+    assert "empirical-vllm-memory-results.md" in out and "shortened" not in out
