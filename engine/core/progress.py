@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import sys
 
+_SAID: set[str] = set()  # the notes this process printed: a cold run builds several cached modules, one line says it
+
 
 def note(message: str) -> None:
-    """``aiinfra: building formula cache...`` on stderr when it is a terminal; nothing otherwise."""
+    """``aiinfra: building formula cache...`` on stderr when it is a terminal, once per process; nothing otherwise."""
     stream = sys.stderr
     try:
-        if not stream.isatty():
+        if not stream.isatty() or message in _SAID:
             return
+        _SAID.add(message)
         stream.write(f"aiinfra: {message}\n")
         stream.flush()
     except (AttributeError, OSError, ValueError):  # a closed or replaced stream

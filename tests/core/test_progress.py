@@ -6,11 +6,19 @@ import io
 import sys
 from pathlib import Path
 
+import pytest
+
 from engine.cli.main import main
+from engine.core import progress
 from engine.core.progress import note
 from engine.numeric import compiled
 
 GOOD = str(Path(__file__).parent.parent / "fixtures" / "roots" / "good")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_process(monkeypatch):
+    monkeypatch.setattr(progress, "_SAID", set())  # each test as a new process: no note said yet
 
 
 class Terminal(io.StringIO):
@@ -34,6 +42,16 @@ def test_a_cold_cache_build_says_so_on_a_terminal(tmp_path, monkeypatch):
     tty = Terminal()
     monkeypatch.setattr(sys, "stderr", tty)
     compiled.module("progress-test-cold", lambda: "X = 1")
+    assert tty.getvalue() == "aiinfra: building formula cache...\n"
+
+
+def test_a_cold_run_building_several_modules_says_so_once(tmp_path, monkeypatch):
+    """Issue 28: a cold run printed 'building formula cache...' once per cached module (6 lines for one calc)."""
+    monkeypatch.setenv("AIINFRA_CACHE_DIR", str(tmp_path))
+    tty = Terminal()
+    monkeypatch.setattr(sys, "stderr", tty)
+    compiled.module("progress-test-once-a", lambda: "X = 1")
+    compiled.module("progress-test-once-b", lambda: "Y = 2")
     assert tty.getvalue() == "aiinfra: building formula cache...\n"
 
 
