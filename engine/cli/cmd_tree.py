@@ -201,7 +201,9 @@ def _presets(args, root) -> dict | None:
         return None
     from engine.domain import presets
 
-    return presets.cached(root, args.model, args.device, args.precision)
+    out = dict(presets.precision_values(args.precision))  # kv_bytes follows --precision, as in calc
+    out.update(presets.cached(root, args.model, args.device, args.precision))
+    return out
 
 
 def _with_presets(run, given: dict, args, root) -> tuple[dict, dict]:

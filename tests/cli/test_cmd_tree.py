@@ -316,3 +316,12 @@ def test_boundary_and_regions_take_a_device_presets_range(action, capsys):
     code, out, err = run(argv, capsys)
     assert code == 0, err
     assert "colocate" in out and "disaggregate" in out
+
+
+def test_a_walk_with_model_and_device_never_asks_for_the_kv_element_size(capsys):
+    """Issue 28: --model and --device fix the K/V bytes per token (kv_bytes follows --precision, bf16 = 2 B, as calc
+    does); the missing-input list names only what the user must say (the batch, lengths and the TPOT target)."""
+    code, _, err = run(["tree", "walk", "pd-disaggregation", "--model", "qwen3-8b", "--device", "h100-sxm", "--set", "latency_slo=interactive"], capsys)
+    assert code == 2
+    assert "--set decode_batch" in err and "--set tpot_slo" in err
+    assert "--set kv_bytes" not in err
