@@ -9,6 +9,9 @@ from engine.numeric.calc_records import CalcResult
 from engine.numeric.evaluate import check_domain
 
 MAX_POINTS = 100_000  # a sweep's points are CSV rows: about 3 s of formatting at the cap
+# units that count whole things: a sweep over them steps through whole values (issue 28: a context_tokens sweep
+# printed 2333.333 tokens), as over a symbol whose domain is an integer
+COUNTS = frozenset({"tokens", "tokens/requests", "requests", "GPU"})
 
 
 def sweep(result: CalcResult, name: str, low: float, high: float, points: int, log: bool = False):
@@ -29,7 +32,7 @@ def sweep(result: CalcResult, name: str, low: float, high: float, points: int, l
         raise InputError("--sweep", f"a --log sweep needs a positive low end (got {low:g})")
     spec = plan.graph.spec(name)
     xs = np.geomspace(low, high, points) if log else np.linspace(low, high, points)
-    if spec["domain"].endswith("integer"):
+    if spec["domain"].endswith("integer") or spec["unit"] in COUNTS:
         xs = np.unique(np.round(xs))
     for end in (xs[0], xs[-1]):
         check_domain(name, Quantity.point(float(end)), spec)

@@ -53,3 +53,15 @@ def test_the_csv_is_what_csv_writer_writes_row_by_row(values):
     for i, x in enumerate(xs):
         w.writerow([f"{x:.10g}", f"{ys['y'][i]:.10g}", f"{ys['z'][i]:.10g}"])
     assert cmd_calc._sweep_csv("x", "s", xs, ys, units) == buf.getvalue()
+
+
+def test_a_sweep_over_tokens_steps_through_whole_tokens(capsys):
+    """Issue 28: 4096..8192 in 4 points is 4096, 5461.33, 6826.67, 8192 as numbers; a token count is whole, so the
+    rows are 4096, 5461, 6827, 8192. 5461 tokens in whole 16-token blocks is 5472 tokens x 147,456 B = 806,879,232 B
+    per request: floor(55,834,574,848 / 806,879,232) = floor(69.20) = 69 requests (the budget of the comment above)."""
+    argv = [*SWEEP[:-1], "4", "--format", "csv"]
+    assert main(argv) == 0
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    assert [r[0] for r in rows[1:]] == ["4096", "5461", "6827", "8192"]
+    col = rows[0].index(next(h for h in rows[0] if h.startswith("max_concurrent_requests ")))
+    assert rows[2][col] == "69"
