@@ -327,12 +327,25 @@ def _convert(num: float, unit: str, target: Unit, target_text: str, whole: str) 
     if unit in _PREFIX_ONLY:
         return _finite(num * _PREFIX_ONLY[unit], whole)
     given = parse_unit(unit)
+    if not given.same_dimension(target) and _per_count(given, target):
+        return _finite(num * given.scale / target.scale, whole)  # 100KiB for B/tokens: obviously 100 KiB per token
     if not given.same_dimension(target):
         raise UnitError(
             whole,
             f"has unit {unit} ({format_dims(given.dims)}), expected a quantity in {target_text} ({format_dims(target.dims)})",
         )
     return _finite(num * given.scale / target.scale, whole)
+
+
+def _per_count(given: Unit, target: Unit) -> bool:
+    """Whether ``target`` is ``given`` per one count (a token or a request): a user who types ``--le 100KiB`` for a
+    quantity in B/tokens, or ``80GB`` for B/requests, means it per token or per request (issue 28). Only counts,
+    never time: 100 tokens is not 100 tokens/s."""
+    for count in ("tokens", "requests"):
+        c = parse_unit(count)
+        if all(abs(g - c_ - t) < 1e-12 for g, c_, t in zip(given.dims, c.dims, target.dims, strict=True)) and c.scale == 1:
+            return True
+    return False
 
 
 def _finite(value: float, whole: str) -> float:

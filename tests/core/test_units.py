@@ -435,3 +435,21 @@ def test_parse_quantity_returns_a_quantity_or_raises_unit_error(text, unit):
     except UnitError:
         return
     assert isinstance(q, Quantity)
+
+
+@pytest.mark.parametrize(
+    ("text", "unit", "base"),
+    [
+        ("100KiB", "B/tokens", 102_400.0),  # issue 28: --le 100KiB for bytes per token means 100 KiB per token
+        ("1GB", "B/requests", 1e9),  # per request
+        ("2TFLOP", "FLOP/tokens", 2e12),
+    ],
+)
+def test_a_quantity_per_count_accepts_the_amount_per_one(text, unit, base):
+    assert parse_quantity(text, unit).value == pytest.approx(base)
+
+
+@pytest.mark.parametrize(("text", "unit"), [("100tokens", "tokens/s"), ("1GB", "B/s"), ("100tokens", "FLOP")])
+def test_only_a_count_is_implied_never_time(text, unit):
+    with pytest.raises(UnitError, match="has unit"):
+        parse_quantity(text, unit)
