@@ -141,6 +141,8 @@ def import_(args) -> int:
     record = import_config(config, model_id, args.repo or "", args.revision, params=args.params, root=root)
     target = os.path.join(folder, f"{model_id}.yaml")
     replaced = os.path.exists(target)
+    if replaced and not getattr(args, "force", False):
+        raise InputError("--id", f"model {model_id!r} already has a record ({target}); give --force to replace it, or --id to name the new one")
     header = f"# Written by `aiinfra model import` from {os.path.basename(args.config)}; check source, parameters and notes by hand.\n"
     write_atomic(target, header + to_yaml(record))
     p, dv = record["parameters"], record["derived"]

@@ -380,6 +380,7 @@ def _models_and_hardware(verbs, Parser, raw, memory_figures: str | None = None) 
     p.add_argument("--revision", default="unpinned", help="commit of the config (default: unpinned)")
     p.add_argument("--params", type=int, metavar="N", help="the official parameter total to check against")
     p.add_argument("--out", metavar="DIR", help="folder to write into (default: ROOT/knowledge/models)")
+    p.add_argument("--force", action="store_true", help="replace a record of the same id that is already there (refused without it)")
     _shared(p, False)
 
     hw = verbs.add_parser("hardware", help="accelerators with precision-qualified peaks", description="Accelerators: peaks per input and accumulator precision (dense or sparse stated), memory, bandwidth, interconnect, TDP, each with its source.", epilog=memory_figures)

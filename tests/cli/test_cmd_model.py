@@ -123,8 +123,11 @@ def test_import_with_an_id_and_a_matching_total(out_dir, capsys, tmp_path):
     code, out, _ = run(argv, capsys)
     assert code == 0
     assert out.splitlines()[1] == "model:my-qwen: dense, gqa, 36 layers, 8190735360 parameters (given)"
-    code, out, _ = run(argv, capsys)
-    assert out.startswith("replaced ")
+    code, out, err = run(argv, capsys)  # issue 28: the same id again is refused without --force, the file untouched
+    assert code == 2 and out == ""
+    assert err.startswith("aiinfra: error: --id: model 'my-qwen' already has a record (") and "give --force to replace it" in err
+    code, out, _ = run([*argv, "--force"], capsys)
+    assert code == 0 and out.startswith("replaced ")
 
 
 def test_a_failed_write_leaves_the_old_file(config_file, out_dir, capsys, monkeypatch):
@@ -135,7 +138,7 @@ def test_a_failed_write_leaves_the_old_file(config_file, out_dir, capsys, monkey
         raise OSError("disk full")
 
     monkeypatch.setattr("engine.cli.common.os.replace", refuse)
-    code, _, err = run(["model", "import", str(config_file), "--out", str(out_dir)], capsys)
+    code, _, err = run(["model", "import", str(config_file), "--out", str(out_dir), "--force"], capsys)
     assert code != 0 and "disk full" in err
     assert target.read_text() == "old\n"
     assert [p.name for p in out_dir.iterdir()] == ["falcon-7b.yaml"]
