@@ -34,3 +34,20 @@ def test_plan_help_names_no_issue(capsys):
     assert main(["plan", "--help"]) == 0
     out = capsys.readouterr().out
     assert "bounds:" in out and "issue #" not in out
+
+
+def test_no_input_description_names_the_issue():
+    """Input descriptions reach the missing-input errors, ``calc show`` and the site's forms: 'issue name dp' meant
+    nothing to a reader (issue 28); the book's own names stay ('the book's dp')."""
+    from pathlib import Path
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[2] / "knowledge" / "calculators"
+    found = []
+    for path in sorted(root.glob("*.yaml")):
+        for spec in yaml.safe_load(path.read_text()).get("inputs") or []:
+            text = str(spec.get("description", ""))
+            if "issue name" in text.lower() or "issue #" in text.lower():
+                found.append(f"{path.name}: {spec.get('symbol')}")
+    assert found == []
