@@ -105,3 +105,15 @@ def test_readme_python_block_runs(tmp_path, monkeypatch):
     # / (8192 tokens x 147,456 B) = 57,988,035,494 / 1,207,959,552 = 48.005 -> 48 requests
     assert names["r"].outputs["max_concurrent_requests"].value == 48
     assert "# 48 requests per H100" in code
+
+
+def test_the_readmes_counts_are_the_shipped_counts():
+    """Issue 28: the README said 22 models when 27 shipped. Every 'N models' / 'N devices' claim matches the records."""
+    import re
+
+    text = (ROOT / "README.md").read_text()
+    shipped = {"models": len(list((ROOT / "knowledge" / "models").glob("*.yaml"))),
+               "devices": len(list((ROOT / "knowledge" / "hardware").glob("*.yaml")))}
+    claims = [(int(n), what) for n, what in re.findall(r"\b(\d+) (models|devices)\b", text)]
+    assert claims, "the README states how many models ship"
+    assert [(n, what) for n, what in claims if n != shipped[what]] == []
