@@ -43,6 +43,10 @@ class _Plan:
         self.used: set[str] = set()
         self.placeholders: set[str] = set()  # missing inputs stood in for while every missing one is collected
 
+    def derivation_hint(self, name: str) -> bool:
+        """Whether a missing ``name`` that a formula produces names that formula's input as a way to derive it."""
+        return True
+
     def snapshot(self):
         return (dict(self.inputs), dict(self.quantities), dict(self.selectors), set(self.computed), list(self.order), set(self.used),
                 list(self.active))
@@ -75,6 +79,8 @@ class _Plan:
                 except _Missing as mine:
                     if self.left_out(name):
                         return
+                    if not self.derivation_hint(name):
+                        raise
                     raise _Missing(mine.field, f"{mine.message}; or give {inner} to derive it ({g.producer[name]})") from None
                 self.used.add(name)
                 return

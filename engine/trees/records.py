@@ -20,6 +20,7 @@ class Input:
     domain: str | None = None
     values: tuple[str, ...] = ()  # tree-local categorical symbols
     produced_by: str = ""  # F../FX.. or calc:<name>
+    measured: bool = False  # the user states it; no "or give X to derive it" through a formula the tree does not use
 
     @property
     def local(self) -> bool:
@@ -94,7 +95,8 @@ class Tree:
         inputs = {}
         for spec in raw["inputs"]:
             inputs[spec["symbol"]] = Input(spec["symbol"], spec.get("default"), spec.get("source", ""), spec.get("description", ""),
-                                           spec.get("unit"), spec.get("domain"), tuple(spec.get("values", ())), spec.get("from", ""))
+                                           spec.get("unit"), spec.get("domain"), tuple(spec.get("values", ())), spec.get("from", ""),
+                                           bool(spec.get("measured", False)))
         params = {p["name"]: Parameter(p["name"], float(p["value"]), p["unit"], p["source"], p["description"]) for p in raw.get("parameters", ())}
         fixed = {f["symbol"]: (f["value"], f["reason"]) for f in raw.get("fixed", ())}
         nodes = {k: _node(k, v) for k, v in raw["nodes"].items()}

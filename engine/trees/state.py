@@ -98,7 +98,7 @@ class _TreePlan(_Plan):
 
     def need(self, name: str, output: bool = False) -> None:
         inp = self.symbols.tree.inputs.get(name)
-        if (self.prompt is not None and inp is not None and not inp.local and name not in self.given
+        if (self.prompt is not None and inp is not None and not inp.local and not inp.measured and name not in self.given
                 and name not in self.computed and name not in self.offered and name in self.graph.producer):
             self.offered.add(name)
             computes = inp.produced_by or self.symbols.info(name)["default"] is None
@@ -106,6 +106,10 @@ class _TreePlan(_Plan):
                 return None
             self._offer(name)
         return super().need(name, output)
+
+    def derivation_hint(self, name: str) -> bool:
+        inp = self.symbols.tree.inputs.get(name)
+        return not (inp is not None and inp.measured)
 
     def _computable(self, name: str) -> bool:
         """Whether the chain gives ``name`` from the values already there (given, presets, defaults); if so it is kept."""

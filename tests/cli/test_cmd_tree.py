@@ -325,3 +325,13 @@ def test_a_walk_with_model_and_device_never_asks_for_the_kv_element_size(capsys)
     assert code == 2
     assert "--set decode_batch" in err and "--set tpot_slo" in err
     assert "--set kv_bytes" not in err
+
+
+def test_a_serving_tree_never_offers_a_training_run_to_derive_mfu(capsys):
+    """Issue 28: pd-disaggregation asked for mfu '...; or give measured_throughput to derive it (F11)', F11 being the
+    MFU of a training run's tokens/s. The serving trees declare their MFU as measured: no derivation is offered."""
+    argv = ["tree", "walk", "pd-disaggregation", "--model", "qwen3-8b", "--set", "latency_slo=interactive", "--set", "decode_batch=32",
+            "--set", "prompt_tokens=2048", "--set", "context_tokens=2300", "--set", "tpot_slo=50ms"]
+    code, _, err = run(argv, capsys)
+    assert code == 2 and "--set mfu (" in err
+    assert "measured_throughput" not in err and "F11" not in err
