@@ -66,9 +66,17 @@ def _constants(meta: dict, formulas) -> dict:
 # ---------------------------------------------------------------------------- scenario and routing
 
 
+# The most tokens, sequences, steps or ranks one count may be (#24): a quintillion keeps every product of the
+# ledger (counts times counts times model sizes) a finite float; past it int -> float conversion overflows.
+MAX_COUNT = 10**18
+
+
 def _count(value, option: str, least: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
         raise InputError(option, f"expected a whole number >= {least}, got {value!r}")
+    if value > MAX_COUNT:
+        shown = f"{value:,}" if value < 10**24 else f"a {len(str(value))}-digit number"
+        raise InputError(option, f"expected a whole number from {least} to 10^18, got {shown}")
     return value
 
 

@@ -87,11 +87,16 @@ class Space:
 # Bounds on what one search may be asked for (#24): past them the enumeration exhausts memory or overflows.
 MAX_GPUS = 1 << 20  # 1,048,576 GPUs, five times the largest cluster on record (xAI Colossus, 200,000)
 MAX_MICRO_BATCH = 4096  # micro-batch sizes tried; a micro-batch is at most the global batch / DP
+# the global batch and the sequence: 2^32 each (16M-token steps are the largest on record) keeps the batch's divisibility
+# tests within NumPy's int64 and tokens per step a finite float; past them --global-batch 1e30 overflowed
+MAX_GLOBAL_BATCH = 1 << 32
+MAX_SEQ = 1 << 32
 
 
 def _at_most(value: int, field: str, bound: int, what: str) -> int:
     if value > bound:
-        raise InputError(field, f"{value:,} is more {what} than one search takes; expected at most {bound:,}")
+        shown = f"{value:,}" if value < 10**24 else f"a {len(str(value))}-digit number"
+        raise InputError(field, f"{shown} is more {what} than one search takes; expected at most {bound:,}")
     return value
 
 
@@ -140,10 +145,11 @@ def build(root, model: str, device: str, gpus: int, *, global_batch: int | None 
     from engine.domain import presets
 
     gpus = _at_most(_positive(gpus, "--gpus"), "--gpus", MAX_GPUS, "GPUs")
-    seq = _positive(seq, "--seq")
-    nvlink_domain = _positive(nvlink_domain, "--nvlink-domain")
+    seq = _at_most(_positive(seq, "--seq"), "--seq", MAX_SEQ, "tokens per sequence")
+    nvlink_domain = _at_most(_positive(nvlink_domain, "--nvlink-domain"), "--nvlink-domain", MAX_GPUS, "GPUs in one NVLink domain")
     micro_batches = _positive(micro_batches, "--max-micro-batch")
-    global_batch = gpus if global_batch is None else _positive(global_batch, "--global-batch")
+    global_batch = gpus if global_batch is None else _at_most(_positive(global_batch, "--global-batch"), "--global-batch", MAX_GLOBAL_BATCH,
+                                                              "sequences per step")
     if min(micro_batches, global_batch) > MAX_MICRO_BATCH:  # the sizes tried: 1 .. min(--max-micro-batch, global batch / DP at DP 1)
         _at_most(micro_batches, "--max-micro-batch", MAX_MICRO_BATCH, "micro-batch sizes")
     max_cp = default_max_cp(seq) if max_cp is None else _positive(max_cp, "--max-cp")

@@ -32,6 +32,19 @@ CASES = {
     "gpus 1e20": (TRAIN + ("--gpus", "100000000000000000000"),
                   "--gpus: 100,000,000,000,000,000,000 is more GPUs than one search takes; expected at most 1,048,576"),
     "tile 1": (TRAIN + ("--gpus", "64", "--tile", "1"), None),
+    # integers past int64 or past a float: NumPy's % and float() overflowed (exit 70)
+    "global batch 2^63": (TRAIN + ("--gpus", "64", "--global-batch", str(2**63)),
+                          "--global-batch: 9,223,372,036,854,775,808 is more sequences per step than one search takes; expected at most 4,294,967,296"),
+    "seq 1e400": (TRAIN + ("--gpus", "64", "--seq", "1" + "0" * 400),
+                  "--seq: a 401-digit number is more tokens per sequence than one search takes; expected at most 4,294,967,296"),
+    "nvlink domain 1e400": (TRAIN + ("--gpus", "64", "--nvlink-domain", "1" + "0" * 400),
+                            "--nvlink-domain: a 401-digit number is more GPUs in one NVLink domain than one search takes; expected at most 1,048,576"),
+    "forward tokens 1e400": (("forward", "--model", "qwen3-8b", "--tokens", "1" + "0" * 400),
+                             "--tokens: expected a whole number from 1 to 10^18, got a 401-digit number"),
+    "generate history 1e21": (("generate", "--model", "qwen3-8b", "--history", "1" + "0" * 21, "--steps", "16"),
+                              "--history: expected a whole number from 0 to 10^18, got 1,000,000,000,000,000,000,000"),
+    "roofline batch 1e400": (("roofline", "--model", "qwen3-8b", "--device", "h100-sxm", "--tokens", "1", "--batch", "1" + "0" * 400),
+                             "--batch: expected a whole number from 1 to 10^18, got a 401-digit number"),
     "workers 100000": (TRAIN + ("--gpus", "64", "--executor", "process", "--workers", "100000"), None),
 }
 
