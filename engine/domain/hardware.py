@@ -339,7 +339,7 @@ def _choice(text: str, allowed: tuple[str, ...], field: str) -> str:
 
 
 def _labels(peaks) -> str:
-    return "; ".join(p.label for p in peaks)
+    return "; ".join(p.label for p in peaks) or "none (the vendor states no peak for this device)"
 
 
 # ---------------------------------------------------------------------------- block-scaled formats

@@ -272,7 +272,8 @@ def build(root, model: str | None, device: str | None, precision: str = "bf16", 
         values = device_values(dev, precision)
         if "peak_flops" not in values and calculator not in PEAKLESS_CALCULATORS:  # a calculator that never reads it runs
             known = sorted({p.precision for p in dev.peaks if not p.sparse})
-            raise InputError("--precision", f"{dev.short_id} states no dense {precision} peak (it has: {', '.join(known)})")
+            has = f"it has: {', '.join(known)}" if known else "it states no peak at any precision: the vendor publishes none"
+            raise InputError("--precision", f"{dev.short_id} states no dense {precision} peak ({has})")
         out.update(values)
     return out
 

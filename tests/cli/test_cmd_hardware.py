@@ -174,3 +174,26 @@ def test_the_site_hardware_page_explains_the_memory_figures(hw):
     assert f"\n\n{MEMORY_FIGURES}\n\n" in text  # the same paragraph as `hardware show --help`, written once
     assert "| NVIDIA | 80GB HBM3 (driver-reported 79.18GiB) | 3.35TB/s |" in text  # h100-sxm.yaml: capacity 80GB, driver_total 79.18GiB
     assert "| NVIDIA | 80GB HBM2e (derived 79.20GiB) | 2TB/s |" in text  # h100-pcie.yaml: no driver total; 80 x 0.99 = 79.20 GiB
+
+
+def test_a_record_that_states_no_peak_loads_shows_and_refuses_by_name(tmp_path, capsys):
+    # Issue 28: Apple publishes no GPU FLOP rate for the M3/M4 families, so such a record carries `peaks: []`.
+    # Before, the schema demanded one peak (an invented one or no record); now the record loads, `hardware show`
+    # prints it, and a peak-driven question is refused naming that no peak is stated.
+    import yaml
+
+    from engine.core.errors import InputError
+    from engine.domain import hardware
+    from engine.kb.knowledge import load_single_folder
+
+    record = yaml.safe_load((ROOT / "knowledge" / "hardware" / "rtx-pro-6000-blackwell-workstation.yaml").read_text(encoding="utf-8"))
+    record.update(id="hw:no-peak-test", peaks=[])
+    folder = tmp_path / "knowledge" / "hardware"
+    folder.mkdir(parents=True)
+    (folder / "no-peak-test.yaml").write_text(yaml.safe_dump(record, sort_keys=False), encoding="utf-8")
+    code, out, err = run(["--root", str(tmp_path), "hardware", "show", "no-peak-test"], capsys)
+    assert (code, err) == (0, "") and "hw:no-peak-test" in out
+    device = hardware.find(load_single_folder(tmp_path, "hardware"), "no-peak-test", "--device")
+    assert device.headline("bf16") is None
+    with pytest.raises(InputError, match="the vendor states no peak for this device"):
+        hardware.select_peak(device, "bf16")
