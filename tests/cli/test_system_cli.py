@@ -41,7 +41,7 @@ def test_list_text(capsys, sysroot):
     code, out, err = run([*sysroot, "system", "list"], capsys)
     assert (code, err) == (0, "")
     lines = out.splitlines()
-    assert lines[0].split()[:3] == ["id", "name", "gpus"] and len(lines) == 4 + 2  # dgx-b200, dgx-h100, gb200-nvl72, gb300-nvl72
+    assert lines[0].split()[:3] == ["id", "name", "gpus"] and len(lines) == 7 + 2  # atlas-800t-a2, atlas-800t-a3, atlas-900-a3-superpod, dgx-b200, dgx-h100, gb200-nvl72, gb300-nvl72
     b200 = next(line for line in lines if line.startswith("dgx-b200"))
     for cell in ("8x b200", "1440GB", "14.3kW", "2TB", "8x400Gb/s", "10"):  # DGX B200 User Guide, component and power tables
         assert cell in b200
@@ -52,7 +52,7 @@ def test_list_text(capsys, sysroot):
 def test_list_json_has_canonical_numbers_and_nulls(capsys, sysroot):
     code, out, _ = run([*sysroot, "system", "list", "--format", "json"], capsys)
     rows = {r["id"]: r for r in json.loads(out)}
-    assert code == 0 and set(rows) == {"dgx-b200", "dgx-h100", "gb200-nvl72", "gb300-nvl72"}
+    assert code == 0 and set(rows) == {"atlas-800t-a2", "atlas-800t-a3", "atlas-900-a3-superpod", "dgx-b200", "dgx-h100", "gb200-nvl72", "gb300-nvl72"}
     assert rows["dgx-b200"]["max_power_w"] == 14_300                 # 14.3 kW max.
     assert rows["dgx-b200"]["gpu_power_w"] == 8 * 1000               # 8 x B200 at 1,000 W
     assert rows["dgx-b200"]["compute_nic_Bps"] == 8 * 400e9 / 8      # 8 x 400 Gb/s = 400 GB/s
@@ -68,7 +68,8 @@ def test_list_tables(capsys, sysroot, fmt):
         assert out.startswith("| id | name | gpus |") and out.count("\n| dgx-") == 2
     else:
         rows = list(csv.DictReader(io.StringIO(out)))
-        assert [r["id"] for r in rows] == ["dgx-b200", "dgx-h100", "gb200-nvl72", "gb300-nvl72"] and rows[0]["max_power_w"] == "14300.0"
+        assert [r["id"] for r in rows] == ["atlas-800t-a2", "atlas-800t-a3", "atlas-900-a3-superpod", "dgx-b200", "dgx-h100", "gb200-nvl72", "gb300-nvl72"]
+        assert rows[3]["max_power_w"] == "14300.0"
 
 
 def test_show_text(capsys, sysroot):
@@ -115,7 +116,7 @@ def test_grids(capsys, sysroot):
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["system", "show", "dgx-b300"], "aiinfra: error: ID: no system 'dgx-b300' (did you mean dgx-b200 or dgx-h100? known: dgx-b200, dgx-h100, gb200-nvl72, gb300-nvl72)\n"),
+    (["system", "show", "dgx-b300"], "aiinfra: error: ID: no system 'dgx-b300' (did you mean dgx-b200 or dgx-h100? known: atlas-800t-a2, atlas-800t-a3, atlas-900-a3-superpod, dgx-b200, dgx-h100, gb200-nvl72, gb300-nvl72)\n"),
     (["system", "show", "no good"], "aiinfra: error: ID: 'no good' is not a sys id (expected sys:name)\n"),
     (["system", "show", "dgx-b200", "--format", "csv"],
      "aiinfra: error: --format: system show prints one record: text, json or md (csv is for system list and system grids)\n"),
@@ -156,7 +157,7 @@ def test_power_tco_user_value_beats_the_preset(capsys):
 
 
 @pytest.mark.parametrize(("flag", "message"), [
-    ("--system", "aiinfra: error: --system: no system 'dgx-a100' (did you mean dgx-h100 or dgx-b200? known: dgx-b200, dgx-h100, gb200-nvl72, gb300-nvl72)\n"),
+    ("--system", "aiinfra: error: --system: no system 'dgx-a100' (did you mean dgx-h100 or dgx-b200? known: atlas-800t-a2, atlas-800t-a3, atlas-900-a3-superpod, dgx-b200, dgx-h100, gb200-nvl72, gb300-nvl72)\n"),
     ("--grid", "aiinfra: error: --grid: no grid preset 'dgx-a100' (known: france-2022-bloom, meta-llama31-2024)\n"),
 ])
 def test_power_tco_unknown_preset_exit_2(capsys, flag, message):

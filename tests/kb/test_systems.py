@@ -130,7 +130,7 @@ def test_system_presets_for_power_tco(shipped):
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("dgx-b300", "ID: no system 'dgx-b300' (did you mean dgx-b200 or dgx-h100? known: dgx-b200, dgx-h100, gb200-nvl72, gb300-nvl72)"),
+    ("dgx-b300", "ID: no system 'dgx-b300' (did you mean dgx-b200 or dgx-h100? known: atlas-800t-a2, atlas-800t-a3, atlas-900-a3-superpod, dgx-b200, dgx-h100, gb200-nvl72, gb300-nvl72)"),
     ("DGX-B200!", "ID: 'DGX-B200!' is not a sys id (expected sys:name)"),
 ])
 def test_find_refuses_unknown_ids(shipped, text, message):
