@@ -96,15 +96,52 @@ def run_process(space: Space, k: int, tile: int = TILE, workers: int | None = No
 
 
 def _pool_map(fn, work: list, workers: int | None) -> list:
-    """``fn`` over ``work`` in a process pool; a pool that cannot start its workers (a process limit) is an InputError."""
+    """``fn`` over ``work`` in a process pool; a pool that cannot start its workers (a process limit) is an InputError.
+
+    Under a process limit (RLIMIT_NPROC counts threads too) a fork fails with EAGAIN or the pool's manager thread
+    cannot start; the workers already forked then wait for work forever and the interpreter's exit waits for them, so
+    they are stopped here before the error is raised (the ``with`` form joined a thread that never started: an
+    internal error, then a hang)."""
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
+    before = set(multiprocessing.active_children())
+    pool = ProcessPoolExecutor(max_workers=workers)
     try:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            return list(pool.map(fn, work))
-    except (BrokenProcessPool, BlockingIOError, PermissionError) as exc:
-        raise InputError("--workers", f"cannot start {workers or 'the default number of'} worker processes ({exc or exc.__class__.__name__}); give fewer") from None
+        futures = [pool.submit(fn, item) for item in work]  # forks the workers and starts the manager thread
+    except (OSError, RuntimeError) as exc:  # BlockingIOError from fork, RuntimeError "can't start new thread"
+        _abandon(pool, before)
+        raise _cannot_start(workers, exc) from None
+    try:
+        out = [f.result() for f in futures]
+    except BrokenProcessPool as exc:
+        _abandon(pool, before)
+        raise _cannot_start(workers, exc) from None
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    return out
+
+
+def _cannot_start(workers: int | None, exc: BaseException) -> InputError:
+    return InputError("--workers", f"cannot start {workers or 'the default number of'} worker processes ({exc or exc.__class__.__name__}); give fewer")
+
+
+def _abandon(pool, before: set) -> None:
+    """Stop the workers ``pool`` forked (every multiprocessing child not in ``before``) and drop the pool without
+    joining its manager thread, which may never have started."""
+    import multiprocessing
+
+    for child in multiprocessing.active_children():
+        if child not in before:
+            child.kill()
+            child.join(5)
+    try:
+        pool.shutdown(wait=False, cancel_futures=True)
+    except RuntimeError:
+        pass
 
 
 def run_dask(space: Space, k: int, tile: int = TILE, client=None, address: str | None = None, workers: int = 2) -> Found:

@@ -102,3 +102,39 @@ def test_sum_range_is_exact_for_large_affine_entries_and_finds_kinks():
     assert abs(got[0] - (3.0e5 * (lo + hi) * n / 2 + 7.0 * n)) <= 1e-9 * got[0]
     small = _sum_range(lambda h: [float(h), float(min(h, 50))], 1, 200)  # against the term-by-term sum
     assert small == [sum(range(1, 201)), sum(min(h, 50) for h in range(1, 201))]
+
+
+# A process limit (RLIMIT_NPROC counts threads too) met half way through starting a pool: the first fork works, then
+# the next fork fails (EAGAIN) or the pool's manager thread cannot start. Before, the thread case was exit 70 ('cannot
+# join thread before it is started') and both then hung at exit, waiting for the worker that had been forked.
+LIMITED = """
+import os, sys, threading
+from concurrent.futures import process
+case = sys.argv[1]
+if case == "fork":
+    real, forks = os.fork, []
+    def fork():
+        if forks:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        forks.append(1)
+        return real()
+    os.fork = fork
+else:
+    real_start = threading.Thread.start
+    def start(self):
+        if isinstance(self, process._ExecutorManagerThread):
+            raise RuntimeError("can't start new thread")
+        return real_start(self)
+    threading.Thread.start = start
+from engine.cli.main import main
+sys.exit(main(["plan", "--model", "llama-3.1-8b", "--device", "h100-sxm", "--gpus", "64", "--executor", "process", "--workers", "2"]))
+"""
+
+
+@pytest.mark.parametrize("case, reason", [("fork", "[Errno 11] Resource temporarily unavailable"), ("thread", "can't start new thread")])
+def test_a_pool_that_cannot_start_its_workers_is_refused_and_leaves_none_behind(case, reason):
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", LIMITED, case], capture_output=True, text=True, timeout=BOUND_S)
+    assert (proc.returncode, proc.stdout) == (2, ""), proc.stderr
+    assert proc.stderr == f"aiinfra: error: --workers: cannot start 2 worker processes ({reason}); give fewer\n"
+    assert time.monotonic() - start < BOUND_S
