@@ -44,6 +44,7 @@ def check(k: Knowledge, measured=None) -> list[Problem]:
     problems += _systems(k)
     problems += _failure_taxonomies(k)
     problems += _scaling_laws(k)
+    problems += _labs(k)
     problems += _measurements(k) if measured is None else _measured(measured)
     return sorted(set(problems))
 
@@ -259,6 +260,16 @@ def _scaling_laws(k: Knowledge) -> list[Problem]:
     from engine.domain import scaling_data
 
     return scaling_data.problems(k)
+
+
+def _labs(k: Knowledge) -> list[Problem]:
+    """Lab records: the chapters, sections, formulas, calculators, trees and labs they name exist,
+    and their computation runs on their own inputs."""
+    if not getattr(k, "labs", None):
+        return []
+    from engine.domain import labs
+
+    return labs.problems(k)
 
 
 def _dangling(k: Knowledge, graph) -> list[Problem]:

@@ -66,6 +66,7 @@ def _fresh(root) -> tuple[dict, list]:
         "grid presets": len(knowledge.carbon_intensity),
         "failure taxonomies": len(getattr(knowledge, "failure_taxonomies", {}) or {}),
         "scaling laws": len(getattr(knowledge, "scaling_laws", {}) or {}),
+        "labs": len(getattr(knowledge, "labs", {}) or {}),
         "trees": len(tree_files(knowledge.root)),
     }
     return counts, problems

@@ -45,7 +45,7 @@ SINGLE_RECORD_FOLDERS = {"models": ("model", "models"), "hardware": ("hardware",
                          "calculators": ("calculator", "calculators"),
                          "reference_architectures": ("reference_architecture", "reference_architectures"),
                          "systems": ("system", "systems"), "failure_taxonomies": ("failure_taxonomy", "failure_taxonomies"),
-                         "scaling_laws": ("scaling_law", "scaling_laws")}
+                         "scaling_laws": ("scaling_law", "scaling_laws"), "labs": ("lab", "labs")}
 # folders read by their own loader, not by Knowledge.load (measurement tables: engine.domain.measurements)
 OWN_LOADER_FOLDERS = ("measurements", "calibration")
 # files of knowledge/ that each hold a LIST of records of one kind: file -> (schema, Knowledge attribute)
@@ -79,6 +79,7 @@ class Knowledge:
     systems: dict[str, dict] = field(default_factory=dict)  # sys:<id> -> record (engine.domain.systems)
     failure_taxonomies: dict[str, dict] = field(default_factory=dict)  # ft:<id> -> record (engine.domain.failures)
     scaling_laws: dict[str, dict] = field(default_factory=dict)  # sl:<id> -> record (engine.domain.scaling_data)
+    labs: dict[str, dict] = field(default_factory=dict)  # lab:<n> -> record (engine.domain.labs)
     carbon_intensity: dict[str, dict] = field(default_factory=dict)  # grid:<id> -> record (knowledge/carbon_intensity.yaml)
     problems: list[Problem] = field(default_factory=list)
     places: dict[str, str] = field(default_factory=dict)  # id -> file:line

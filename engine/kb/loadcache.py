@@ -27,7 +27,7 @@ _SCALARS = (str, int, float, bool, type(None))
 # folders of knowledge/ whose files each hold one record -> the Knowledge attribute (see engine.kb.knowledge)
 SINGLE_RECORD_ATTRIBUTES = {"models": "models", "hardware": "hardware", "operators": "operators", "calculators": "calculators",
                             "reference_architectures": "reference_architectures", "systems": "systems",
-                            "failure_taxonomies": "failure_taxonomies", "scaling_laws": "scaling_laws"}
+                            "failure_taxonomies": "failure_taxonomies", "scaling_laws": "scaling_laws", "labs": "labs"}
 MAX_KEPT = 16  # cache files of this kind kept (one per root recently loaded)
 
 
