@@ -82,7 +82,8 @@ def show(args) -> int:
     from engine.reading.paths import describe_path, resolve_path
 
     k = _load(args, books_only=True)
-    d = describe_path(k, resolve_path(k, args.id))
+    path = resolve_path(k, args.id)
+    d = {**describe_path(k, path), "labs": _labs(args, path)}
     if args.format == "json":
         emit(to_json(d))
     elif args.format == "csv":
@@ -102,7 +103,18 @@ def _path_document(d: dict, md: bool) -> str:
     notes = [_step_note(s) for s in d["steps"] if s["condition"] or s["note"]]
     if notes:
         lines += ["", "notes:" if not md else "Notes:", *(f"- {n}" if md else f"  {n}" for n in notes)]
+    if d.get("labs"):
+        lines += ["", "labs on this path (aiinfra lab show N):" if not md else "Labs on this path:",
+                  *(f"{'- ' if md else '  '}{lab['id']} {lab['title_zh']} ({lab['title']}): step {lab['step']} {lab['to']}" for lab in d["labs"])]
     return "\n".join(lines)  # the record's provenance (files, commits, seed snapshots) is for --format json only
+
+
+def _labs(args, path) -> list[dict]:
+    """The book's labs whose chapters the path's steps land on (engine.reading.labs)."""
+    from engine.kb.folders import folder_view
+    from engine.reading.labs import labs_on_path
+
+    return labs_on_path(folder_view(root_of(args), "labs", strict=False).labs, path)
 
 
 def _step_note(step: dict) -> str:
