@@ -152,6 +152,7 @@ def chapter(data: SiteData, cid: str, reverse, formulas) -> Page:
               f"- **Concepts referenced or extended:** {data.links(here, list(dict.fromkeys(concepts_other)), with_title=True)}",
               f"- **Decision trees:** {data.links(here, data.chapter_trees.get(cid, []), with_title=True)}",
               f"- **Calculators:** {data.links(here, data.chapter_calcs.get(cid, []), with_title=True)}",
+              f"- **Labs:** {data.links(here, _labs_of(data, cid), with_title=True)}",
               f"- **Reading paths through it:** {data.links(here, data.paths_through([cid, *sec_ids]), with_title=True)}", ""]
     if ch.deliverables:
         lines += ["## After this chapter you should be able to", "", "读完本章,你应当能…", ""] + [f"- {md_escape(d)}" for d in ch.deliverables] + [""]
@@ -184,3 +185,10 @@ def _section(data: SiteData, here: str, s, defined: list[str], used: list[str]) 
     if s.notes:
         out += ["", md_escape(s.notes)]
     return out + [""]
+
+
+def _labs_of(data, cid: str) -> list[str]:
+    """The book's labs that read chapter ``cid`` (engine.domain.labs)."""
+    from engine.domain.labs import labs_of_chapter
+
+    return labs_of_chapter(getattr(data.k, "labs", None) or {}, cid)

@@ -206,6 +206,8 @@ class SiteData:
             return rel(from_page, book_page(ident))
         if ident in self.archs:
             return rel(from_page, arch_page(ident))
+        if ident in (getattr(k, "labs", None) or {}):
+            return rel(from_page, f"labs/lab-{int(ident.split(':', 1)[1]):02d}.md")
         return None
 
     def title(self, ident: str) -> str:
@@ -216,6 +218,8 @@ class SiteData:
             return self.trees[ident].title
         if ident in self.archs:
             return self.archs[ident]["title"]
+        if ident in (getattr(k, "labs", None) or {}):
+            return k.labs[ident]["title"]
         for table in (k.hardware, k.models):
             if ident in table:
                 return table[ident].get("name", ident)

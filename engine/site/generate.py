@@ -17,6 +17,7 @@ from engine.site import (
     formula_pages,
     jsgen,
     knowledge_pages,
+    lab_pages,
     source_pages,
     trees,
 )
@@ -62,6 +63,7 @@ def generate(root: str, hand_pages: dict[str, str] | None = None, data: SiteData
     pages += arch_pages.pages(data)
     pages += book_pages.pages(data)
     pages += knowledge_pages.pages(data)
+    pages += lab_pages.pages(data)
     accuracy, figures = accuracy_pages.pages(root)
     pages += accuracy
     pages += source_pages.pages(root, {f"site/{name}": text for name, text in (hand_pages or {}).items()})
@@ -111,6 +113,11 @@ def navigation(data: SiteData, accuracy: bool = False) -> list:
 
         books.append({f"{b.title}": [{"Contents": book_page(bid)}, *chapters]})
     nav.append({"Books": books})
+    labs = getattr(k, "labs", None) or {}
+    if labs:
+        from engine.domain.labs import ordered
+
+        nav.append({"Labs": [{"All labs": lab_pages.INDEX}] + [{f"Lab {r['number']} · {r['title_zh']}": lab_pages.lab_page(r["id"])} for r in ordered(labs)]})
     nav.append({"Reading paths": [{"All paths": knowledge_pages.PATHS_INDEX}]
                 + [{p.title: path_page(pid)} for pid, p in sorted(k.paths.items())]})
     nav.append({"Concepts": CONCEPTS_PAGE})

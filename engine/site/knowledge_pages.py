@@ -100,10 +100,22 @@ def path(data: SiteData, pid: str) -> Page:
             extra.append(md_escape(step.note))
         lines.append(f"{i}. {target}" + (f" — {'; '.join(extra)}" if extra else ""))
     lines.append("")
+    lines += _path_labs(data, here, p)
     if p.source:
         lines += [f"*Source: {md_escape(p.source)}*", ""]
     file, line = split_place(p.place)
     return Page(here, "\n".join(lines), p.title, file, line)
+
+
+def _path_labs(data: SiteData, here: str, p) -> list[str]:
+    """The labs whose chapters the path's steps land on (engine.reading.labs), one line each."""
+    from engine.reading.labs import labs_on_path
+
+    found = labs_on_path(getattr(data.k, "labs", None) or {}, p)
+    if not found:
+        return []
+    return ["## Labs on this path", ""] + [f"- {data.link(here, lab['id'], with_title=True)}: step {lab['step']}, {data.link(here, lab['to'])}"
+                                           for lab in found] + [""]
 
 
 # ---------------------------------------------------------------------- concepts
