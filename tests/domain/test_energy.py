@@ -76,7 +76,7 @@ def test_h100_llama31_8b_batch64_against_mlenergy_v3():
     leaderboard's Text Conversation lengths (224 in, 717 out): the roofline step is a lower bound on the measured step and
     TDP an upper bound on the draw, so the estimate is asserted within a factor of two of the measurement, not closer."""
     r = PUBLISHED["mlenergy-v3-h100-llama31-8b-batch64"]
-    result = api.calculator("energy-per-token").run(model="llama-3.1-8b", device="h100-sxm", decode_batch=r["batch"],
+    result = api.calculator("energy-per-token").run(model="llama-3.1-8b", device="h100-sxm", batch_size=r["batch"],
                                                     prompt_tokens=224, avg_output_tokens=717, mfu=1)
     ours = result.outputs["energy_per_output_token"].value
     assert 0.5 <= ours / r["energy_per_output_token"] <= 2, (ours, r["source"])
@@ -96,7 +96,7 @@ def test_calculator_example_by_hand():
     """calc:energy-per-token's own example: the 8B model of calc inference-capacity on one H100 SXM, TPOT
     (16e9 + 32 x 2048 x 147456) / 3.35e12 = 7.6608 ms, 32 / TPOT = 4177.11 tokens/s, 700 W / that = 0.16758 J."""
     result = api.calculator("energy-per-token").run(params=8e9, params_active=8e9, layers=36, head_dim=128, kv_heads=8, kv_bytes=2,
-                                                    bytes_param=2, peak_flops=989e12, hbm_bandwidth=3.35e12, decode_batch=32,
+                                                    bytes_param=2, peak_flops=989e12, hbm_bandwidth=3.35e12, batch_size=32,
                                                     prompt_tokens=1792, avg_output_tokens=256, gpu_tdp=700, carbon_intensity=57)
     tpot = (16e9 + 32 * 2048 * 147456) / 3.35e12
     assert result.outputs["tpot"].value == pytest.approx(tpot, rel=1e-9)
