@@ -61,7 +61,7 @@ def model_of(args, root) -> dict:
             top = f" to {collective.MAX_RANKS}" if option != "--tokens" else ""
             raise InputError(option, f"expected a whole number {'from ' + str(low) + top if top else '>= ' + str(low)}, got {value}" + (" (schedules list every transfer)" if top else ""))
     try:
-        record = models.find(models.load_models(root), args.model, "--model")
+        record = models.find_one(root, args.model, "--model")
     except InputError as exc:
         raise InputError("--model", exc.message) from None
     cfg, moe = record["config"], record["derived"].get("moe")

@@ -176,9 +176,9 @@ def _device(args, root):
     if args.device is None:
         return None
     from engine.domain import hardware
-    from engine.kb.knowledge import load_single_folder
+    from engine.kb.folders import find_one
 
-    return hardware.find(load_single_folder(root, "hardware"), args.device, "--device")
+    return find_one(root, "hardware", lambda view: hardware.find(view, args.device, "--device"))
 
 
 def _model_bytes(args, record, root) -> float:
@@ -261,7 +261,7 @@ def _model(args, root):
                 raise InputError("--" + flag.replace("_", "-"), "needs --model")
         return None
     try:
-        return models.find(models.load_models(root), args.model, "--model")
+        return models.find_one(root, args.model, "--model")
     except InputError as exc:
         raise InputError("--model", exc.message) from None
 

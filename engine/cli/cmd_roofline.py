@@ -15,7 +15,9 @@ def run(args) -> int:
     and, with --model, the cached model and template module the ``forward`` command reads."""
     root = root_of(args)
     _check_mode(args)
-    device = hardware.find(_hardware_of(root), args.device, "--device")
+    from engine.kb.folders import find_one
+
+    device = find_one(root, "hardware", lambda view: hardware.find(view, args.device, "--device"))  # another broken device: a warning
     selection = hardware.select_peak(device, args.precision, args.accumulator, args.sparse)
     module = roofline.formula_module(root)
     if args.model:
@@ -49,18 +51,6 @@ def _link(args, module, device, flops: float, peak: float):
     if bandwidth <= 0:
         raise InputError("--link-bandwidth", "expected a bandwidth above 0 B/s")
     return roofline.link_bound(module, flops, link_bytes, peak, bandwidth), source
-
-
-def _hardware_of(root):
-    """The root's hardware folder alone (engine.kb.folders' cached view), or the whole root
-    loaded and checked where that view is not available."""
-    try:
-        from engine.kb.folders import folder_view
-    except ImportError:  # pragma: no cover - an installation without the single-folder view
-        from engine.kb.knowledge import Knowledge
-
-        return Knowledge.load(root)
-    return folder_view(root, "hardware")
 
 
 def _check_mode(args) -> None:

@@ -74,16 +74,16 @@ def run(args) -> int:
         emit(_render(result, None, getattr(args, "format", "text") or "text"))
         return 0
     try:
-        record = models.find(models.load_models(root), args.model, "--model")
+        record = models.find_one(root, args.model, "--model")
     except InputError as exc:
         raise InputError("--model", exc.message) from None
     result = state.request_state(record, context, kv_bytes, root, None if args.state_bytes is None else _number(args.state_bytes, "--state-bytes"))
     fit = None
     if args.device:
         from engine.domain import hardware
-        from engine.kb.knowledge import load_single_folder
+        from engine.kb.folders import find_one
 
-        dev = hardware.find(load_single_folder(root, "hardware"), args.device, "--device")
+        dev = find_one(root, "hardware", lambda view: hardware.find(view, args.device, "--device"))
         if getattr(args, "weights", None):
             from engine.domain import storage
 

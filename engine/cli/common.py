@@ -151,7 +151,7 @@ def one_record(find, problems):
             raise KnowledgeError(problems) from None
         raise
     if problems:
-        n = len(problems)
-        sys.stderr.write(f"aiinfra: warning: {n} problem{'s' if n != 1 else ''} in other records ignored "
-                         f"(first: {problems[0]}; aiinfra check lists every one)\n")
+        from engine.kb.folders import warn_ignored
+
+        warn_ignored(problems)
     return found

@@ -241,7 +241,7 @@ class _OnlyVerb:
 PLUGIN_VERBS = {"tree": "engine.cli.cmd_tree", "path": "engine.cli.cmd_path", "arch": "engine.cli.cmd_arch", "site": "engine.cli.cmd_site",
                 "state": "engine.cli.cmd_state", "plan": "engine.cli.cmd_plan", "system": "engine.cli.cmd_system",
                 "failures": "engine.cli.cmd_failures", "validate": "engine.cli.cmd_validate", "kv": "engine.cli.cmd_kv",
-                "mcp": "engine.cli.cmd_mcp", "scaling": "engine.cli.cmd_scaling", "lab": "engine.cli.cmd_lab"}
+                "mcp": "engine.cli.cmd_mcp", "scaling": "engine.cli.cmd_scaling"}
 PLUGINS = tuple(PLUGIN_VERBS.values())
 
 
@@ -529,6 +529,9 @@ def fast_show_args(argv: list[str]) -> SimpleNamespace | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    folders = sys.modules.get("engine.kb.folders")
+    if folders is not None:  # a warning about ignored records is printed once per command (main may run again in one process)
+        folders._WARNED.clear()
     try:
         _utf8_only(argv)
         args = fast_eval_args(argv) or fast_show_args(argv)

@@ -162,15 +162,24 @@ class Catalog:
     def __init__(self, module):
         self.templates = Templates(module)
         self.models: dict[str, dict] = module.MODELS
+        self.ignored: list[str] = list(getattr(module, "IGNORED", ()))  # problems of model files that did not load
 
     def model(self, text: str) -> dict:
+        """The record of ``text``; a model file that did not load is one warning, or the answer (KnowledgeError)
+        when the model asked for is not among those that did."""
         from engine.core.suggest import known
 
         ident = text.strip().lower()
         ident = ident if ident.startswith("model:") else f"model:{ident}"
         if ident not in self.models:
+            if self.ignored:
+                raise KnowledgeError([Problem("", "", "", line) for line in self.ignored])
             names = sorted(m.split(":", 1)[1] for m in self.models)
             raise InputError("--model", f"no model {text!r} ({known(ident.split(':', 1)[1], names, 'none shipped')})")
+        if self.ignored:
+            from engine.kb.folders import warn_ignored
+
+            warn_ignored(self.ignored)
         return self.models[ident]
 
 
@@ -197,8 +206,12 @@ def _root_source(root) -> str:
     k = Knowledge.load(root, strict=False)
     mine = ("knowledge/models/", "knowledge/operators/")
     problems = [p for p in k.problems if p.place.startswith(mine) or p.place == str(root)]
+    # a model file that does not load leaves the others usable (#24): Catalog.model warns about it, or answers
+    # with it when the model asked for is missing; the operator templates are needed by every model
+    ignored = [p for p in problems if p.place.startswith("knowledge/models/")]
+    problems = [p for p in problems if p not in ignored]
     places = {tid: k.places.get(tid, "") for tid in k.operators}
     source, found = generate_source(k.operators, k.models, places)
     if problems or found:
         raise KnowledgeError(problems + found)
-    return source
+    return source + f"IGNORED = {[str(p) for p in ignored]!r}\n"

@@ -144,6 +144,14 @@ def load_models(root, strict: bool = True) -> dict:
     return load_single_folder(root, "models", strict).models
 
 
+def find_one(root, text: str, field: str = "ID") -> dict:
+    """``find`` in the models of ``root`` read leniently (#24): another model file that does not load is one
+    warning on stderr; when ``text`` is not among those that load, their problems are the answer (exit 1)."""
+    from engine.kb.folders import find_one as one
+
+    return one(root, "models", lambda view: find(view.models, text, field))
+
+
 def find(models: dict, text: str, field: str = "ID") -> dict:
     """The record for ``qwen3-8b`` or ``model:qwen3-8b``; an unknown id is an InputError on ``field`` (the option or
     argument the user typed it in) listing the known ones."""

@@ -166,7 +166,7 @@ def device_values(device, precision: str = "bf16") -> dict[str, tuple[object, st
 FOLDERS = ("knowledge/models", "knowledge/hardware", "formulas")
 FRESH_INTERVAL = 0.01
 RACY_NS = 2_000_000_000
-_MEMO: dict[tuple, list] = {}  # (absolute root, model, device, precision) -> [stamp, racy, key, table, checked_at]
+_MEMO: dict[tuple, list] = {}  # (absolute root, model, device, precision) -> [stamp, racy, key, table, checked_at, ignored problems]
 
 
 def cached(root, model: str | None, device: str | None, precision: str = "bf16", calculator: str | None = None) -> dict[str, tuple[object, str]]:
@@ -181,13 +181,16 @@ def cached(root, model: str | None, device: str | None, precision: str = "bf16",
     memo = (path, model or "", device or "", precision, calculator or "")
     hit = _MEMO.get(memo)
     now = time.monotonic()
-    if hit is not None and (now - hit[4] < FRESH_INTERVAL or _still_fresh(memo, hit, now)):
-        return dict(hit[3])
-    stamp, racy = _stamp(path)  # before the key: an edit in between shows at the next check
-    key = _key(path, model, device, precision, calculator)
-    table = _table(path, key, model, device, precision, calculator)
-    _MEMO[memo] = [stamp, racy, key, table, now]
-    return dict(table)
+    if hit is None or not (now - hit[4] < FRESH_INTERVAL or _still_fresh(memo, hit, now)):
+        stamp, racy = _stamp(path)  # before the key: an edit in between shows at the next check
+        key = _key(path, model, device, precision, calculator)
+        table, ignored = _table(path, key, model, device, precision, calculator)
+        hit = _MEMO[memo] = [stamp, racy, key, table, now, ignored]
+    if hit[5]:  # problems in other model or device records: one warning (aiinfra check lists them)
+        from engine.kb.folders import warn_ignored
+
+        warn_ignored(hit[5])
+    return dict(hit[3])
 
 
 def load(root, model: str | None, device: str | None, precision: str = "bf16", calculator: str | None = None) -> dict[str, tuple[object, str]]:
@@ -223,7 +226,12 @@ def _table(path: str, key: str, model: str | None, device: str | None, precision
            calculator: str | None = None) -> dict[str, tuple[object, str]]:
     from engine.numeric import compiled
 
-    return {k: tuple(v) for k, v in compiled.json_cached("presets", key, lambda: build(path, model, device, precision, calculator)).items()}
+    def fresh() -> dict:
+        ignored: list[str] = []
+        return {"values": build(path, model, device, precision, calculator, ignored), "ignored": ignored}
+
+    found = compiled.json_cached("presets", key, fresh)
+    return {k: tuple(v) for k, v in found["values"].items()}, list(found["ignored"])
 
 
 def _still_fresh(memo: tuple, hit: list, now: float) -> bool:
@@ -257,18 +265,22 @@ def _stamp(path: str) -> tuple[tuple, bool]:
     return tuple(found), newest > time.time_ns() - RACY_NS
 
 
-def build(root, model: str | None, device: str | None, precision: str = "bf16", calculator: str | None = None) -> dict[str, tuple[object, str]]:
-    """The preset values for ``--model``/``--device`` (the device wins on a shared symbol; none do today)."""
+def build(root, model: str | None, device: str | None, precision: str = "bf16", calculator: str | None = None,
+          ignored: list | None = None) -> dict[str, tuple[object, str]]:
+    """The preset values for ``--model``/``--device`` (the device wins on a shared symbol; none do today).
+    A broken record beside the model or device asked for does not stop it (#24): its problems are appended
+    to ``ignored`` (or are one warning on stderr when ``ignored`` is None)."""
+    from engine.kb.folders import find_one
+
     out: dict[str, tuple[object, str]] = {}
     if model:
         from engine.domain import models
 
-        out.update(model_values(models.find(models.load_models(root), model, "--model"), root, calculator))
+        out.update(model_values(find_one(root, "models", lambda v: models.find(v.models, model, "--model"), ignored), root, calculator))
     if device:
         from engine.domain import hardware
-        from engine.kb.knowledge import load_single_folder
 
-        dev = hardware.find(load_single_folder(root, "hardware"), device, "--device")
+        dev = find_one(root, "hardware", lambda v: hardware.find(v, device, "--device"), ignored)
         values = device_values(dev, precision)
         if "peak_flops" not in values and calculator not in PEAKLESS_CALCULATORS:  # a calculator that never reads it runs
             known = sorted({p.precision for p in dev.peaks if not p.sparse})

@@ -85,7 +85,7 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
     from engine.domain import models
 
     try:
-        record = models.find(models.load_models(root), model, "--model")
+        record = models.find_one(root, model, "--model")
     except InputError as exc:
         raise InputError("--model", exc.message) from None
     stored = {} if weights else _stored_weights(record, root)
