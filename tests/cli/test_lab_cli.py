@@ -40,7 +40,7 @@ def test_show_text_has_question_expectation_and_commands(capsys):
                  "- train-b: pending, 0 of 6 pods created (needs cpu 6; free cpu 0)",
                  "path:problem-utilization-questioned", "  aiinfra formula eval FX1101 --set started_gpus=512 --set partial_start_wait=24h"):
         assert part in out, part
-    assert "FX1101   partial_start_idle  12 288  GPU*h" in out  # 512 cards × 24 h = 12,288 GPU-hours
+    assert "FX1101   partial_start_idle  12\u202f288  GPU*h" in out  # 512 cards × 24 h = 12,288 GPU-hours
 
 
 def test_show_json(capsys):
