@@ -269,7 +269,7 @@ def serve_max_qps(args) -> int:
                 prompt=args.prompt, output=args.output, ttft=_seconds(args.ttft, "--ttft"), tpot=_seconds(args.tpot, "--tpot"),
                 nvlink_domain=args.nvlink_domain, max_batch=args.max_batch, max_ep=args.max_ep, mfu=mfu, mbu=1.0 if mbu is None else mbu,
                 allreduce_latency=latency, kv_link_bandwidth=link, waterline=args.waterline, split=not args.no_split, prune=args.prune,
-                weights=args.weights, kv_cache=args.kv_cache, precision=args.precision, pin=pin)
+                weights=args.weights, kv_cache=args.kv_cache, precision=args.precision, pin=pin, dequant=_serve_dequant(args))
     notes = tuple(n for n in (mbu_note, mfu_note) if n) + m.assumptions
     x = m.layout
     if args.format == "json":
@@ -497,7 +497,8 @@ def serve(args) -> int:
                        prompt=args.prompt, output=args.output, ttft=_seconds(args.ttft, "--ttft"), tpot=_seconds(args.tpot, "--tpot"), demand=args.demand,
                        qps=args.qps, nvlink_domain=args.nvlink_domain, max_batch=args.max_batch, max_ep=args.max_ep, mfu=mfu, mbu=1.0 if mbu is None else mbu,
                        allreduce_latency=latency, kv_link_bandwidth=link, waterline=args.waterline, split=not args.no_split, prune=args.prune,
-                       weights=args.weights, kv_cache=args.kv_cache, precision=args.precision, pin=pin, speculative=speculative)
+                       weights=args.weights, kv_cache=args.kv_cache, precision=args.precision, pin=pin, speculative=speculative,
+                       dequant=_serve_dequant(args))
     except InputError as exc:
         raise _speculative_flag(exc) from None
     calibrated = _serve_calibrated(args, pin) if r.pinned else None
@@ -546,6 +547,19 @@ def _serve_mfu(args) -> tuple[float | None, str | None]:
     """--mfu, else the serving calibration's prefill efficiency for the device's generation (engine.cli.efficiency: one
     rule for every command), said in the notes; None without a calibration (plan serve then asks for --mfu)."""
     return _serve_efficiency(args, "mfu", args.mfu)
+
+
+def _serve_dequant(args) -> float | None:
+    """The calibrated e_dequant (the weight-only kernels' share of the matrix rate, fitted by validate) the search applies
+    to a weight-only layout when the MFU is the calibration's; None when the user gave --mfu (their kernels' own figure)
+    or there is no calibration. plan serve's notes say when it applies."""
+    if args.mfu is not None:
+        return None
+    from engine.cli.common import root_of
+    from engine.cli.efficiency import calibrated
+
+    e = calibrated(root_of(args), "serve", "e_dequant", args.device, args.precision)
+    return None if e is None else e.value
 
 
 def _serve_efficiency(args, symbol: str, given) -> tuple[float | None, str | None]:

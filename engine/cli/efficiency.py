@@ -24,7 +24,8 @@ SERVE = {"mfu": "e_prefill", "mbu": "e_hbm"}
 TRAIN = {"mfu": "e_train"}
 SERVE_CALCULATORS = frozenset({"calc:serving-fleet", "calc:inference-capacity", "calc:speculative-decoding"})
 TRAIN_CALCULATORS = frozenset({"calc:training-duration"})
-_WHAT = {"e_prefill": "prefill matrix efficiency", "e_hbm": "HBM share of the decode weight reads", "e_train": "training matrix efficiency"}
+_WHAT = {"e_prefill": "prefill matrix efficiency", "e_hbm": "HBM share of the decode weight reads", "e_train": "training matrix efficiency",
+         "e_dequant": "weight-only kernels' share of the matrix rate"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,7 +56,8 @@ MAX_BATCH = 1 << 16  # decode batch sizes tried: 65,536 requests, past what the 
 def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft: float, tpot: float, demand: float | None = None, qps: float | None = None,
                 nvlink_domain: int = 8, max_batch: int = 256, max_ep: int = 64, mfu: float | None = None, mbu: float = 1.0, kv_bytes: float = 2.0,
                 weights: str | None = None, kv_cache: str | None = None, precision: str = "bf16", allreduce_latency: float | None = None, kv_link_bandwidth: float | None = None, waterline: float | None = None,
-                split: bool = True, prune: str = "all", pin: dict | None = None, speculative: dict | None = None) -> ServeSpace:
+                split: bool = True, prune: str = "all", pin: dict | None = None, speculative: dict | None = None,
+                dequant: float | None = None) -> ServeSpace:
     from engine.domain import presets
     from engine.plan.space import SCALEOUT_BANDWIDTH, _preset
 
@@ -157,7 +158,7 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
     tp = tuple(t for t in _divisors(heads, nvlink_domain) if (kvh % t == 0 or t % kvh == 0) and all(n % t == 0 for n in shape.pop("state_heads", ())))
     base = dict(root=str(root), prompt=prompt, output=output, ttft=float(ttft), tpot=float(tpot), layers=layers, hidden=int(mv["hidden"]),
                 heads=heads, kv_heads=kvh, attention=mv["attention"], params=params, params_active=active,
-                expert_params=expert_params, top_k=top_k, kv_bytes=float(kv_bytes), hbm=float(dv["hbm_capacity"]), hbm_bw=float(dv["hbm_bandwidth"]),
+                expert_params=expert_params, top_k=top_k, n_experts=experts, kv_bytes=float(kv_bytes), hbm=float(dv["hbm_capacity"]), hbm_bw=float(dv["hbm_bandwidth"]),
                 usable_memory=float(usable), peak=float(dv["peak_flops"]), nvlink_bw=float(dv["nominal_bandwidth"]), scaleout_bw=SCALEOUT_BANDWIDTH, nvlink_domain=nvlink_domain,
                 mfu=float(mfu), mbu=float(mbu), allreduce_latency=float(allreduce_latency), kv_link_bw=float(kv_link),
                 demand=float(demand) if demand else 0.0, waterline=waterline, tp_prefill=0,
@@ -171,6 +172,10 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
                                                          vocab_size=mv.get("vocab_size"), tie_embeddings=mv.get("tie_embeddings")))
     if pin:
         base.update(_pinned_axes(base, pin, experts, model))
+    if dequant is not None and weight_only(base["bytes_param_expert"] if base.get("bytes_param_expert") else base["bytes_param"], precision):
+        if not 0 < dequant <= 1:
+            raise InputError("e_dequant", f"{dequant!r} is not in (0, 1]")
+        base.update(mfu=float(mfu) * dequant, dequant=float(dequant))  # the weight-only kernels' share of the matrix rate
     space = ServeSpace(**base)
     if len(space.modes) > 1:
         space = ServeSpace(**dict(base, tp_prefill=_prefill_tp(space, f)))
@@ -343,6 +348,14 @@ def reach(s: ServeSpace) -> dict:
     return {"ttft": lowest("ttft", fits), "tpot": lowest("tpot", fits), "memory": lowest("memory", every), "usable": usable}
 
 
+def weight_only(bytes_per_weight: float, precision: str) -> bool:
+    """Whether weights of ``bytes_per_weight`` (the routed experts' where stored apart) run as weight-only quantisation
+    under matrix products at ``precision``: narrower than the products, so dequantised inside the kernels."""
+    from engine.domain.storage import COMPUTE_BITS
+
+    return precision in COMPUTE_BITS and bytes_per_weight < COMPUTE_BITS[precision] / 8 * 0.95
+
+
 def notes(s: ServeSpace) -> tuple[str, ...]:
     from engine.plan.space import SCALEOUT_SOURCE
 
@@ -361,13 +374,13 @@ def notes(s: ServeSpace) -> tuple[str, ...]:
            + (" (FX50's default, the book calculator's; give --allreduce-latency from nccl-tests)" if abs(s.allreduce_latency - 20e-6) < 1e-15 else " (given)"),
            f"fleet: FX87 replicas at waterline {s.waterline:g} for " + (f"{s.demand:g} output tokens/s" if s.demand else "one replica's goodput (no --demand/--qps)"),
            "goodput per replica FX138 (decode slots, Little's law FX81 with FX79's end-to-end latency)"]
-    from engine.domain.storage import COMPUTE_BITS
-
     narrow = s.bytes_param_expert or s.bytes_param  # the routed experts' bytes per weight where the checkpoint stores them apart
-    if s.precision in COMPUTE_BITS and narrow < COMPUTE_BITS[s.precision] / 8 * 0.95:
+    if weight_only(narrow, s.precision):
+        rate = (f"at e_dequant {s.dequant:.3f} of the {s.precision} matrix rate (calibrated, knowledge/calibration/fitted.json; the MFU "
+                f"above is the prefill efficiency x e_dequant, as validate's step model has it)") if s.dequant else f"at the {s.precision} peak x MFU"
         out.append(f"weight-only quantisation: weights stored narrower than the {s.precision} products are read at their stored bytes and "
                    f"dequantised to {s.precision} inside the matrix kernels (vLLM's Marlin and Triton MoE kernels run MXFP4 and FP8 this way "
-                   f"on GPUs without those tensor cores), so FLOPs run at the {s.precision} peak")
+                   f"on GPUs without those tensor cores), so FLOPs run {rate}")
     if s.attention != "mla" and max(s.tp) > s.kv_heads:
         out.append(f"K/V heads: TP above the {s.kv_heads} K/V heads replicates them (FX73; vLLM keeps TP / {s.kv_heads} copies of each, "
                    f"TensorRT-LLM replicates the cache): one K/V head per rank, the K/V bytes per GPU stop falling at TP {s.kv_heads}")
@@ -396,8 +409,9 @@ def notes(s: ServeSpace) -> tuple[str, ...]:
         out.append(f"sliding window: {s.window_layers} of {s.layers} layers keep at most {s.sliding_window} tokens (FX70), in memory, "
                    "reads, attention FLOPs and the split's K/V transfer")
     if s.expert_params:
-        out.append("MoE: instance = TP x EP GPUs, EP attention groups each hold batch / EP sequences; every expert's weights read each step "
-                   "(a large batch routes to all); All2All F19 forward over NVLink inside the domain, else 50 GB/s scale-out. In the engines' "
+        out.append("MoE: instance = TP x EP GPUs, EP attention groups each hold batch / EP sequences; a decode step reads the routed "
+                   f"experts its batch's tokens route to, FX1400's expected share 1 - (1 - {s.top_k}/{s.n_experts})^batch of them (balanced "
+                   "routing: a few at batch 1, nearly all at a large batch; every expert is held in memory); All2All F19 forward over NVLink inside the domain, else 50 GB/s scale-out. In the engines' "
                    "terms this is tensor parallel TP x EP with attention data parallel over EP groups of TP ranks and the experts over all "
                    "of them (SGLang --tp-size TP x EP --dp-size EP --enable-dp-attention; TensorRT-LLM tensor_parallel_size TP x EP with "
                    "enable_attention_dp when TP is 1). An engine's expert parallel without attention DP (TensorRT-LLM moe_expert_parallel_size "

@@ -10,7 +10,8 @@ Per point, decode instance of g = TP x EP GPUs (compiled formulas, NumPy twins, 
   KV per token     F8 over min(TP, KV heads) (FX73: past one KV head per rank the heads are replicated; an MLA latent whole on every rank); sliding-window layers hold at most the window (FX70);
                    each of the EP attention groups holds batch / EP sequences (EP divides the batch)
   memory           weights + batch/EP x FX70 K/V of a request at prompt + output tokens, per GPU <= usable (FX72's vLLM rule: 0.9 x the runtime's total - 5 GiB, as calc kv-concurrency and state)
-  decode step      FX75 roofline = max(FX131 compute at MFU, FX132 HBM reads at MBU), context prompt + output/2
+  decode step      FX75 roofline = max(FX131 compute at MFU, FX132 HBM reads at MBU), context prompt + output/2; a MoE step reads
+                   the dense part and FX1400's share of the routed experts (those the batch's tokens route to, balanced routing)
                    + TP all-reduces FX704 = FX703 (2 L) x FX50 ring all-reduce of FX702's message (FX1 wire bytes)
                      over the device's NVLink bandwidth x F20's efficiency
                    + EP All2All (F19 per token, forward) over NVLink when g fits the domain, else scale-out
@@ -98,6 +99,7 @@ class ServeSpace:
     window_layers: int = 0
     sliding_window: int = 0
     moe_layers: int = 0  # layers with routed experts (0: all), for the EP All2All
+    n_experts: int = 0  # routed experts per MoE layer (0: dense), for FX1400's share of them a step reads
     # a checkpoint stored in a block-scaled format (the record's storage block, gpt-oss's MXFP4 experts): bytes per
     # routed-expert weight and the stored total, the dense part being the rest (0: bytes_param for everything)
     bytes_param_expert: float = 0.0
@@ -118,6 +120,9 @@ class ServeSpace:
     state_element_bytes: float = 0.0  # bytes per recurrent-state element (4 where the config keeps it in float32), for the notes
     usable_memory: float = 0.0  # per GPU for weights and K/V: FX72's vLLM rule, 0.9 x the runtime's total - 5 GiB (0: F7 of hbm)
     spec: Speculation | None = None  # --speculative: draft length, acceptance, E (FX80) and draft cost; None = plain decoding
+    # weight-only quantisation (weights narrower than the matrix products): the calibrated e_dequant the mfu above already
+    # carries (mfu = the prefill efficiency x e_dequant, as validate's step model has it); 0 when not applied
+    dequant: float = 0.0
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -213,11 +218,23 @@ def read_per_token(s: ServeSpace, c: dict, tp):
     return c["kv_token_mean"] * kv_share(s, tp) + 2 * c["state"] / (tp * c["ctx"])
 
 
+def read_weights(s: ServeSpace, c: dict, tp, ep, f: _Formulas, tokens):
+    """Weight bytes per GPU a step reads when it routes ``tokens`` tokens through the instance: the dense part, and of
+    the routed experts FX1400's expected share (those at least one token is routed to, balanced routing)."""
+    dense = c["w_dense"] / tp
+    if not (s.expert_params and s.n_experts):
+        return dense + c["w_expert"] / (tp * ep)
+    share = f("FX1400", top_k=float(s.top_k), n_experts=float(s.n_experts), routed_tokens=np.asarray(tokens, dtype=float))
+    return dense + c["w_expert"] / (tp * ep) * share
+
+
 def bound(s: ServeSpace, tp, ep, c: dict, f: _Formulas) -> np.ndarray:
     """FX134 (tpot_target): the largest batch whose step (FX131 and FX132 alone) meets the TPOT target,
     per (TP, EP), as (floor + 1) x EP sequences per instance. Every evaluated TPOT is at least that step, so no batch
     above it can meet the target."""
-    w_gpu = c["w_dense"] / tp + c["w_expert"] / (tp * ep)
+    # the fewest weights any batch of the layout reads (a batch holds at least EP sequences, one per attention group), so
+    # the step is never overestimated and the bound never prunes a batch that could meet the target
+    w_gpu = read_weights(s, c, tp, ep, f, ep)
     target = s.tpot * (s.spec.ideal_speedup if s.spec else 1.0)  # speculative TPOT >= step x (γ c + 1) / E, so step <= TPOT x FX960(v = 1)
     per_group = f("FX134", "tpot_target", hbm_bandwidth=s.hbm_bw, mbu=s.mbu, tpot_target=target, weight_bytes=w_gpu, tp_size=1.0,
                   context_tokens=c["ctx"], kv_bytes_per_token_per_gpu=read_per_token(s, c, tp), peak_flops=s.peak * tp, mfu=s.mfu,
@@ -249,8 +266,12 @@ def evaluate(s: ServeSpace, start: int, stop: int, f: _Formulas | None = None) -
     kv_gpu = read_per_token(s, c, tp)  # per context token at the mean context, per GPU
     memory = w_gpu + B / ep * on_gpu(s, c, "kv_request", tp)
     compute = f("FX131", decode_batch=B / ep, infer_flops_per_token=c["flops_decode"], tp_size=tp, peak_flops=s.peak, mfu=s.mfu)
-    reads = f("FX132", weight_bytes=w_gpu, tp_size=1.0, decode_batch=B / ep, context_tokens=c["ctx"], kv_bytes_per_token_per_gpu=kv_gpu,
-              hbm_bandwidth=s.hbm_bw, mbu=s.mbu)
+
+    def weight_reads(tokens):  # FX132 with the weights a step routing ``tokens`` tokens through the instance reads
+        return f("FX132", weight_bytes=read_weights(s, c, tp, ep, f, tokens), tp_size=1.0, decode_batch=B / ep, context_tokens=c["ctx"],
+                 kv_bytes_per_token_per_gpu=kv_gpu, hbm_bandwidth=s.hbm_bw, mbu=s.mbu)
+
+    reads = weight_reads(B)
     step = f("FX75", "roofline", decode_compute_time=compute, decode_memory_time=reads)
     tp_comm = _allreduce(f, s, B / ep, tp)
     if s.expert_params:
@@ -265,7 +286,7 @@ def evaluate(s: ServeSpace, start: int, stop: int, f: _Formulas | None = None) -
     tpot = f("FX78", "standard", decode_step_time=np.where(split, decode_step, decode_step + chunk))
     spec = {}
     if s.spec is not None:  # the same step, drafted and verified: TPOT by FX78 speculative plus the chunked-prefill share
-        spec = speculative_terms(f, s, c, tp, ep, B, compute, reads, decode_step, ep_comm)
+        spec = speculative_terms(f, s, c, tp, ep, B, compute, weight_reads((s.spec.draft_len + 1) * B), decode_step, ep_comm)
         spec["tpot_plain"] = tpot
         tpot = spec["spec_tpot_decode"] + np.where(split, 0.0, chunk)
     prefill_colo = _prefill_colo(f, s, c, tp, g)
@@ -307,7 +328,7 @@ SPEC_KEYS = ("tpot_plain", "spec_verify_ratio", "spec_speedup", "spec_breakeven_
 
 def speculative_terms(f: _Formulas, s: ServeSpace, c: dict, tp, ep, B, compute, reads, decode_step, ep_comm) -> dict:
     """A draft-and-verify iteration at each point: the verify pass (FX962 on the roofline, its TP all-reduces and EP
-    All2All carrying (γ + 1) x the tokens), v = verify / plain step, the decode part of TPOT (FX78 speculative), the
+    All2All carrying (γ + 1) x the tokens; ``reads``: FX132 with the weights those tokens route to), v = verify / plain step, the decode part of TPOT (FX78 speculative), the
     speed-up of the decode step (FX960) and the roofline break-even batch of the layout (FX963)."""
     sp = s.spec
     k1 = sp.draft_len + 1
