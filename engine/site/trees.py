@@ -47,12 +47,17 @@ def _runner(data: SiteData, tree):
 def pages(data: SiteData) -> list[Page]:
     if not data.trees:
         return []
-    from engine.trees.proofs import analyse
+    from engine.core.errors import KnowledgeError
+    from engine.trees.proofs import _FATAL, analyse
 
     try:
-        regions, failure = analyse(data.root, data.k).regions, ""
+        report = analyse(data.root, data.k)
+        regions, failure = report.regions, ""
     except Exception as exc:  # noqa: BLE001 - the page falls back to the unsimplified path conditions and says why
-        regions, failure = {}, f"{type(exc).__name__}: {exc}"
+        report, regions, failure = None, {}, f"{type(exc).__name__}: {exc}"
+    broken = [p for p in (report.problems if report else []) if any(f in p.message for f in _FATAL)]
+    if broken:  # a start or branch leading nowhere, a cycle: the tree cannot be walked; the site is not built from it (#24)
+        raise KnowledgeError(broken)
     out = [index(data)]
     for tid in sorted(data.trees):
         found = regions.get(tid)

@@ -153,3 +153,19 @@ def test_check_reports_a_reference_architecture_naming_a_missing_calculator_or_d
         "knowledge/reference_architectures/ra-02.yaml:4 arch:ra-02 hardware.pools[0].device: refers to hw:h100-sxmm, which is not in knowledge/hardware",
         "knowledge/reference_architectures/ra-02.yaml:4 arch:ra-02 runs[0].calculator: refers to calc:training-durations, which is not in knowledge/calculators",
     ]
+
+
+def test_the_site_is_not_built_from_a_tree_whose_start_leads_nowhere(tmp_path):
+    # check reported it and tree walk exits 1; the site build used to publish the tree's page and exit 0
+    import pytest
+
+    from engine.core.errors import KnowledgeError
+    from engine.site.generate import generate
+
+    shutil.copytree(ROOTS / "good", tmp_path / "root")
+    (tmp_path / "root" / "decision_trees").mkdir()
+    text = (ROOTS.parent / "trees" / "good" / "decision_trees" / "good.yaml").read_text()
+    (tmp_path / "root" / "decision_trees" / "good.yaml").write_text(text.replace("start: mode", "start: nowhere", 1))
+    with pytest.raises(KnowledgeError) as err:
+        generate(str(tmp_path / "root"))
+    assert [str(p) for p in err.value.problems] == ["decision_trees/good.yaml:14 tree:good start: refers to nowhere, which is neither a node nor a leaf"]
