@@ -37,8 +37,9 @@ def test_plan_help_names_no_issue(capsys):
 
 
 def test_no_input_description_names_the_issue():
-    """Input descriptions reach the missing-input errors, ``calc show`` and the site's forms: 'issue name dp' meant
-    nothing to a reader (issue 28); the book's own names stay ('the book's dp')."""
+    """Input descriptions and default sources reach the missing-input errors, ``calc show``, the output's source
+    column and the site's forms; assumptions are printed: 'issue name dp', "the issue's hbm" or "the issue defines"
+    meant nothing to a reader (issue 28). The book's own names stay ('the book's dp')."""
     from pathlib import Path
 
     import yaml
@@ -46,8 +47,10 @@ def test_no_input_description_names_the_issue():
     root = Path(__file__).resolve().parents[2] / "knowledge" / "calculators"
     found = []
     for path in sorted(root.glob("*.yaml")):
-        for spec in yaml.safe_load(path.read_text()).get("inputs") or []:
-            text = str(spec.get("description", ""))
-            if "issue name" in text.lower() or "issue #" in text.lower():
-                found.append(f"{path.name}: {spec.get('symbol')}")
+        record = yaml.safe_load(path.read_text())
+        texts = [(spec.get("symbol"), str(spec.get(k, ""))) for spec in record.get("inputs") or [] for k in ("description", "source")]
+        texts += [("assumptions", str(a)) for a in record.get("assumptions") or [] if not str(a).startswith("Issue names")]
+        for name, text in texts:
+            if any(w in text.lower() for w in ("issue name", "issue #", "the issue")):
+                found.append(f"{path.name}: {name}: {text[:60]}")
     assert found == []
