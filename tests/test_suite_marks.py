@@ -19,6 +19,7 @@ SLOW = [
     "tests/trees/test_proven.py::test_a_shipped_entry_is_what_sympy_proves",
     "tests/core/test_forked.py::test_the_trees_proofs_are_the_same_serial_and_forked",
     "tests/cli/test_validate.py::test_the_gate_passes_on_the_shipped_knowledge_against_the_committed_baseline",
+    "tests/cli/test_fuzz_argv.py::test_every_typed_option_refuses_huge_numbers_without_an_internal_error",
 ]
 
 
