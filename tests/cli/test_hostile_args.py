@@ -32,24 +32,25 @@ def test_a_300_character_tree_id_is_an_unknown_tree(capsys):
     assert err.startswith("aiinfra: error: ID: 'aaaa") and "is not a decision tree" in err and err.count("\n") == 1
 
 
-def _tree_root(tmp_path, old: str, new: str) -> str:
+def _tree_root(tmp_path, old: str, new: str) -> tuple[str, int]:
+    """A root with the shipped formulas and pd-disaggregation.yaml with ``old`` replaced; the 1-based line of the edit."""
     shutil.copytree(SHIPPED / "formulas", tmp_path / "formulas")
     (tmp_path / "decision_trees").mkdir()
     text = (SHIPPED / "decision_trees" / "pd-disaggregation.yaml").read_text()
     assert old in text
     (tmp_path / "decision_trees" / "pd-disaggregation.yaml").write_text(text.replace(old, new, 1))
-    return str(tmp_path)
+    return str(tmp_path), text[: text.index(old)].count("\n") + 1
 
 
 def test_tree_walk_on_a_start_naming_a_missing_node(tmp_path, capsys):
-    root = _tree_root(tmp_path, "start: slo", "start: nowhere")
+    root, line = _tree_root(tmp_path, "start: slo", "start: nowhere")
     assert run(["tree", "walk", "pd-disaggregation", "--root", root], capsys) == (1, "", (
-        "decision_trees/pd-disaggregation.yaml:64 tree:pd-disaggregation start: leads to 'nowhere', which is neither a node nor a leaf of the tree\n"
+        f"decision_trees/pd-disaggregation.yaml:{line} tree:pd-disaggregation start: leads to 'nowhere', which is neither a node nor a leaf of the tree\n"
         "1 problem found\n"))
 
 
 def test_tree_walk_names_the_file_line_and_tree_of_a_condition_that_does_not_parse(tmp_path, capsys):
-    root = _tree_root(tmp_path, '- when: "prefill_time + decode_step_time > tpot_slo"', '- when: "prefill_time + decode_step_time >> > tpot_slo"')
+    root, line = _tree_root(tmp_path, '- when: "prefill_time + decode_step_time > tpot_slo"', '- when: "prefill_time + decode_step_time >> > tpot_slo"')
     assert run(["tree", "walk", "pd-disaggregation", "--root", root], capsys) == (1, "", (
-        "aiinfra: error: decision_trees/pd-disaggregation.yaml:79 tree:pd-disaggregation nodes.stall.branches[0].when: "
+        f"aiinfra: error: decision_trees/pd-disaggregation.yaml:{line} tree:pd-disaggregation nodes.stall.branches[0].when: "
         "is not a valid expression (invalid syntax)\n"))
