@@ -160,3 +160,14 @@ def test_numeric_path_imports_no_sympy():
             "print('sympy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"
+
+
+def test_the_peers_kv_restore_default_scenario():
+    """The 12-chapter book's companion calculator (seed 000_; bojieli/ai-infra-book calculations/src/infra_calc/topics/
+    kv_restore.py@d3ab25b4), default scenario: Qwen3-8B, 1024 tokens of BF16 K/V (1024 x 147456 = 150,994,944 B), restore
+    bandwidth 25e9 B/s, transfer startup 10 us: restore = 10,000 ns + 150,994,944 x 1e9 / 25e9 ns = 6,049,797.76 ns.
+    FX1240 gives the same number. Conventions that differ: the peer takes the recompute time as given (recompute_ns = 50 ms)
+    where FX1241 derives it from FLOPs at an MFU, and it schedules the offload copy before a prefetch at a known next use,
+    where these tiers demote on eviction, off the request's path."""
+    r = kv_tiers.analyse(inputs(prefix_tokens=1024), [kv_tiers.Tier("host", 256 * 1024**2, 25e9, 10e-6)])
+    assert r.tiers[0].restore_time == pytest.approx(6_049_797.76e-9, rel=1e-12)
