@@ -104,3 +104,20 @@ def test_calculator_example_by_hand():
     assert result.outputs["energy_per_response"].value == pytest.approx(700 * tpot / 32 * 256, rel=1e-9)
     # default PUE 1.3 (book tco calculator): J x 1.3 / 3.6e6 x 57
     assert result.outputs["carbon_per_output_token"].value == pytest.approx(700 * tpot / 32 * 1.3 / 3.6e6 * 57, rel=1e-9)
+
+
+def test_more_cards_at_the_same_batch_cost_energy_only_through_what_does_not_split():
+    """Per layout. ML.ENERGY v3.0 (ml-energy-leaderboard-v3.0.md@2bfa158d, Multi-GPU Scaling): on H100, adding GPUs at the
+    same batch size increased energy per token in 93% of configurations. In FX1260 over FX75's roofline step the weights
+    and K/V split evenly over TP and communication is not counted, so TP 8 halves TP 4's step and doubles its cards: the
+    energy per token is equal (the convention that differs). A fixed per-step time that does not split (CPU scheduling,
+    step_overhead_time) makes the larger layout cost more: 4 x 700 x (t + 2 ms) / 64 against 8 x 700 x (t / 2 + 2 ms) / 64."""
+    calc = api.calculator("energy-per-token")
+    common = dict(model="llama-3.1-70b", device="h100-sxm", batch_size=64, prompt_tokens=224, avg_output_tokens=717, mfu=1)
+    e = {(tp, ov): calc.run(**common, tp_size=tp, step_overhead_time=ov).outputs for tp in (4, 8) for ov in (0, 0.002)}
+    step4 = e[(4, 0)]["decode_step_time"].value
+    assert e[(8, 0)]["decode_step_time"].value == pytest.approx(step4 / 2, rel=1e-12)
+    assert e[(8, 0)]["energy_per_output_token"].value == pytest.approx(e[(4, 0)]["energy_per_output_token"].value, rel=1e-12)
+    assert e[(4, 0.002)]["energy_per_output_token"].value == pytest.approx(4 * 700 * (step4 + 0.002) / 64, rel=1e-12)
+    assert e[(8, 0.002)]["energy_per_output_token"].value == pytest.approx(8 * 700 * (step4 / 2 + 0.002) / 64, rel=1e-12)
+    assert e[(8, 0.002)]["energy_per_output_token"].value > e[(4, 0.002)]["energy_per_output_token"].value
