@@ -53,10 +53,12 @@ class _Context:
     ``arch show`` does not re-validate every YAML file on each call.
     """
 
-    def __init__(self, root):
+    def __init__(self, root, lenient: bool = False):
         self.root = root
         self._calculators = None
         self.unloaded = False  # True when the calculators or formulas do not load (their own rules report it)
+        self.lenient = lenient  # arch show: a calculator file that does not load fails only the runs that name it
+        self.calculator_problems: list[Problem] = []
         self._module = None
         self._devices: dict[tuple[str, str], dict] = {}
 
@@ -65,7 +67,14 @@ class _Context:
         if self._calculators is None:
             from engine.numeric.calculators import cached_records
 
-            self._calculators = cached_records(self.root)
+            try:
+                self._calculators = cached_records(self.root)
+            except KnowledgeError:
+                if not self.lenient:
+                    raise
+                from engine.numeric.calc_records import read_calculators
+
+                self._calculators, self.calculator_problems = read_calculators(self.root)
         return self._calculators
 
     @property
@@ -107,7 +116,15 @@ def _device_facts(root, ident: str, precision: str) -> dict:
 def evaluate(root, text: str) -> Report:
     """Run every calculator run of the tier ``text`` and evaluate its failure boundaries."""
     record = find(cached_records(root), text)
-    return _evaluate(_Context(root), record)
+    ctx = _Context(root, lenient=True)
+    report = _evaluate(ctx, record)
+    shown = {r.message for r in report.runs if r.status == "error"}
+    others = [p for p in ctx.calculator_problems if not any(str(p) in m for m in shown)]
+    if others:  # calculator files this tier does not run: one warning (#24); those it runs are its runs' errors
+        from engine.kb.folders import warn_ignored
+
+        warn_ignored(others)
+    return report
 
 
 
@@ -120,7 +137,12 @@ def _evaluate(ctx: _Context, record: dict) -> Report:
 
 
 def _pool_summary(ctx: _Context, record: dict, pool: dict) -> dict:
-    dev = ctx.device(pool["device"])
+    try:
+        dev = ctx.device(pool["device"])
+    except InputError as exc:  # the tier's own record is broken (check names it the same way): exit 1, not bad input (#24)
+        index = record["hardware"]["pools"].index(pool)
+        message = f"refers to {pool['device']}, which is not in knowledge/hardware" if exc.message.startswith("no device") else exc.message
+        raise KnowledgeError([Problem(record.get("_place", ""), record["id"], f"hardware.pools[{index}].device", message)]) from None
     out = {"name": pool["name"], "device": pool["device"], "device_name": dev["name"], "nodes": pool["nodes"],
            "gpus_per_node": pool["gpus_per_node"], "gpus": pool["nodes"] * pool["gpus_per_node"], "source": pool["source"]}
     if pool.get("node_power"):
@@ -189,7 +211,11 @@ def _run(ctx: _Context, record: dict, spec: dict) -> RunOutcome:
     cid = spec["calculator"]
     outcome = RunOutcome(spec["id"], cid, spec["label"], "ok", note=spec.get("note", ""))
     if cid not in ctx.calculators:
-        outcome.status, outcome.message = "not available", f"{cid} is not in knowledge/calculators/ yet"
+        broken = [p for p in ctx.calculator_problems if p.place.startswith(f"knowledge/calculators/{cid.split(':', 1)[-1]}.yaml")]
+        if broken:  # its file does not load
+            outcome.status, outcome.message = "error", "; ".join(map(str, broken))
+        else:
+            outcome.status, outcome.message = "not available", f"{cid} is not in knowledge/calculators/ yet"
         return outcome
     try:
         calc = Calculator.from_record(ctx.calculators[cid])

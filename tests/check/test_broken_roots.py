@@ -169,3 +169,25 @@ def test_the_site_is_not_built_from_a_tree_whose_start_leads_nowhere(tmp_path):
     with pytest.raises(KnowledgeError) as err:
         generate(str(tmp_path / "root"))
     assert [str(p) for p in err.value.problems] == ["decision_trees/good.yaml:14 tree:good start: refers to nowhere, which is neither a node nor a leaf"]
+
+
+def test_arch_show_of_a_tier_naming_a_missing_device_is_its_record_problem_not_bad_input(tmp_path, capsys):
+    # it was exit 2 'hardware.device: no device ...', as if the user had typed the device
+    root = _root(tmp_path, "formulas", "knowledge")
+    _edit(root / "knowledge" / "reference_architectures" / "ra-02.yaml", "      device: hw:h100-sxm", "      device: hw:h100-sxmm")
+    assert run(["arch", "show", "ra-02", "--root", str(root)], capsys) == (1, "", (
+        "knowledge/reference_architectures/ra-02.yaml:4 arch:ra-02 hardware.pools[0].device: refers to hw:h100-sxmm, which is not in "
+        "knowledge/hardware\n1 problem found\n"))
+
+
+def test_a_calculator_file_that_does_not_load_fails_only_the_runs_that_name_it(tmp_path, capsys):
+    # an empty kv-concurrency.yaml stopped arch show of every tier (exit 1), ra-02 runs none of it
+    root = _root(tmp_path, "formulas", "knowledge")
+    (root / "knowledge" / "calculators" / "kv-concurrency.yaml").write_text("")
+    problem = "knowledge/calculators/kv-concurrency.yaml:1: is empty (expected one calculator record)"
+    code, out, err = run(["arch", "show", "ra-02", "--root", str(root)], capsys)
+    assert code == 0 and out and "error:" not in out
+    assert err == f"aiinfra: warning: 1 problem in other records ignored (first: {problem}; aiinfra check lists every one)\n"
+    code, out, err = run(["arch", "show", "ra-05", "--root", str(root)], capsys)
+    assert (code, err) == (0, "")
+    assert out.count(f"  error: {problem}\n") == 2  # its two kv-concurrency runs
