@@ -212,3 +212,15 @@ def calculator(name: str, root=None) -> CalculatorHandle:
     if key not in found:
         raise InputError("calculator", f"no calculator {name!r} (known: {', '.join(found) or 'none'})")
     return found[key]
+
+
+def lab(number, root=None):
+    """The book's lab ``number`` (``4``, ``"lab:4"``) and the expectation computed from its inputs:
+    ``(record, engine.domain.labs.Expectation)``; InputError naming the known labs."""
+    from engine.domain import labs
+    from engine.kb.folders import folder_view
+    from engine.numeric import compiled
+
+    root = _root(root)
+    record = labs.find(folder_view(root, "labs").labs, str(number))
+    return record, labs.expectation(record, compiled.memoised(root))
