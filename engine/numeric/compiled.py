@@ -270,6 +270,9 @@ def _source(path) -> str:
     return build_source(Path(path))
 
 
+_REFUSED: dict[str, list] = {}  # key -> the problems its source was refused for (keys name file contents: an edit is a new key)
+
+
 def module(key: str, make_source):
     """The generated module named by ``key``: its code object read from the private cache
     (digest-checked, see engine.core.cache), else ``make_source()`` compiled and cached.
@@ -281,12 +284,22 @@ def module(key: str, make_source):
     name = f"_aiinfra_formulas_{key}"
     if name in sys.modules:
         return sys.modules[name]
+    if key in _REFUSED:  # the same files were refused in this process: the same problems, without loading the root again
+        from engine.core.errors import KnowledgeError
+
+        raise KnowledgeError(_REFUSED[key])
     code = _cached_code(key)
     if code is None:
+        from engine.core.errors import KnowledgeError
         from engine.core.progress import note
 
         note("building formula cache...")
-        code = compile(make_source(), f"<aiinfra compiled {key}>", "exec")
+        try:
+            source = make_source()
+        except KnowledgeError as exc:
+            _REFUSED[key] = list(exc.problems)
+            raise
+        code = compile(source, f"<aiinfra compiled {key}>", "exec")
         _store_code(key, code)
     import types
 

@@ -191,3 +191,25 @@ def test_a_calculator_file_that_does_not_load_fails_only_the_runs_that_name_it(t
     code, out, err = run(["arch", "show", "ra-05", "--root", str(root)], capsys)
     assert (code, err) == (0, "")
     assert out.count(f"  error: {problem}\n") == 2  # its two kv-concurrency runs
+
+
+def test_check_of_a_root_whose_formulas_are_refused_loads_them_once(tmp_path, monkeypatch, capsys):
+    # every rule asking for the compiled formulas loaded the whole root again (29 loads of the shipped-size root
+    # with one refused formula: 16 s of CPU instead of 3.5); the refusal is kept per content key in the process
+    from engine.numeric import compiled
+
+    monkeypatch.setenv("AIINFRA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("AIINFRA_JOBS", "1")  # every load in this process, where it is counted
+    monkeypatch.setattr(compiled, "_REFUSED", {}, raising=False)
+    calls = []
+    real = compiled.build_source
+    monkeypatch.setattr(compiled, "build_source", lambda root: calls.append(root) or real(root))
+    root = tmp_path / "root"
+    shutil.copytree(REFUSED, root)
+    (root / "knowledge" / "models").mkdir()
+    for name in ("llama-3.1-8b", "qwen3-8b"):  # each model's parameter count asks for the formulas
+        shutil.copy(SHIPPED / "knowledge" / "models" / f"{name}.yaml", root / "knowledge" / "models")
+    code, out, _ = run(["check", "--root", str(root)], capsys)
+    assert code == 1 and out.startswith("formulas/f.yaml:25 FX2 expr: attribute access is not allowed")
+    assert "knowledge/models/qwen3-8b.yaml:1 model:qwen3-8b config: the parameters cannot be counted: formulas/f.yaml:25 FX2" in out
+    assert len(calls) == 1
