@@ -25,7 +25,7 @@ def list_(args) -> int:
     k = _devices_of(args)
     rows = [_list_row(d) for d in sorted(hardware.devices(k).values(), key=lambda d: (d.vendor, d.id))]
     columns = LIST_COLUMNS + (LIST_NUMBERS if args.format in ("json", "csv") else [])
-    emit(table(rows, columns, args.format))
+    emit(table(rows, columns, args.format, droppable=("name", "vendor", "per")))  # the id names the device; narrow terminals lose these first
     return 0
 
 

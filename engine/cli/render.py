@@ -19,14 +19,23 @@ def to_json(data: object) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False, default=str)
 
 
-def table(rows: Sequence[dict], columns: Sequence[tuple[str, str]], fmt: str, width: int | str | None = TERMINAL) -> str:
+def table(rows: Sequence[dict], columns: Sequence[tuple[str, str]], fmt: str, width: int | str | None = TERMINAL,
+          droppable: Sequence[str] = ()) -> str:
     """``rows`` (dicts) with ``columns`` ((key, header) pairs) in the requested format. A text table wider than
     ``width`` columns (default: terminal_width(); None: no limit) has its free-text columns shortened with an
-    ellipsis, the longest first; numbers, headers and one-word columns are kept whole. JSON, CSV and Markdown are
-    never shortened."""
+    ellipsis, the longest first; numbers, headers and one-word columns are kept whole. Where that is not enough, the
+    ``droppable`` columns (keys, the first given goes first) are left out one at a time until the table fits. JSON,
+    CSV and Markdown are never shortened."""
     if fmt != "text":
         return _TABLES[fmt](rows, columns)
-    return _text(rows, columns, terminal_width() if width == TERMINAL else width)
+    limit = terminal_width() if width == TERMINAL else width
+    text = _text(rows, columns, limit)
+    drop = list(droppable)
+    while limit is not None and drop and max(map(display_width, text.splitlines()), default=0) > limit:
+        gone = drop.pop(0)
+        columns = [c for c in columns if c[0] != gone]
+        text = _text(rows, columns, limit)
+    return text
 
 
 def terminal_width(environ: Mapping[str, str] | None = None, stream=None) -> int | None:

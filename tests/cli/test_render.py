@@ -180,3 +180,19 @@ def test_calc_sources_fit_the_terminal_and_explain_prints_them_whole(monkeypatch
     assert main(argv + ["--explain"]) == 0
     out = capsys.readouterr().out
     assert "empirical-vllm-memory-results.md" in out and "shortened" not in out
+
+
+def test_hardware_list_fits_100_columns_by_leaving_out_name_and_vendor(monkeypatch, capsys):
+    """Issue 28: hardware list was 115 columns wide at COLUMNS=100 (the ids, up to 34 characters, and the numbers are
+    never cut); the name and vendor columns go first, every id stays whole."""
+    from engine.cli.main import main
+
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main(["hardware", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    assert any(line.startswith("rtx-pro-6000-blackwell-workstation ") for line in lines)
+    assert lines[0].split()[:2] == ["id", "per"] or lines[0].split()[:2] == ["id", "memory"]
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["hardware", "list"]) == 0
+    assert capsys.readouterr().out.split()[:3] == ["id", "vendor", "name"]  # wide enough: every column
