@@ -5,7 +5,8 @@
   sections to the navigation;
 - ``on_files``: add the generated pages, the generated formula script, and the static files
   (KaTeX and Mermaid from node_modules, installed from the lockfile when missing);
-- ``on_page_context``: point "edit this page" at the YAML that defines the page.
+- ``on_page_context``: point "edit this page" at the YAML that defines the page;
+- ``on_post_page``: leave Mermaid's script out of pages without a diagram.
 
 Nothing generated is written into the repository: mkdocs reads the pages from memory and
 writes only the built site. The knowledge root is ``$AIINFRA_ROOT`` or the shipped one.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 
 _STATE: dict = {}
 
@@ -63,6 +65,22 @@ def on_files(files, config, **kwargs):
     for path, disk in assets.files().items():
         files.append(File.generated(config, path, abs_src_path=str(disk)))
     return files
+
+
+_MERMAID_SCRIPT = re.compile(r'<script src="[^"]*assets/vendor/mermaid/mermaid\.min\.js"></script>\s*')
+
+
+def on_post_page(output, page, config, **kwargs):
+    """Mermaid (about 3 MB) only on the pages that draw a diagram (issue 29): mkdocs.yml lists it for every page, so
+    Material's own loader finds it defined where a ``mermaid`` block is; every other page drops the script tag."""
+    if 'class="mermaid"' in output:
+        return output
+    return _MERMAID_SCRIPT.sub("", output, count=1)
+
+
+def on_post_template(output_content, template_name, config, **kwargs):
+    """The same for the pages mkdocs renders from a template alone (404.html)."""
+    return on_post_page(output_content, None, config)
 
 
 def on_page_context(context, page, config, **kwargs):

@@ -344,6 +344,19 @@ def test_strict_build_has_no_warnings(built):
     assert (out / "assets" / "vendor" / "mermaid" / "mermaid.min.js").exists()
 
 
+def test_mermaid_loads_only_where_a_diagram_is(built):
+    """Issue 29: every page loaded Mermaid's 3 MB; now only pages with a mermaid block (trees, paths) carry its script."""
+    _, out = built
+    with_diagram, without = [], []
+    for page in out.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        (with_diagram if 'class="mermaid"' in text else without).append(("mermaid.min.js" in text, page.relative_to(out)))
+    assert with_diagram and without
+    assert all(has for has, _ in with_diagram), [str(p) for has, p in with_diagram if not has][:5]
+    assert not any(has for has, _ in without), [str(p) for has, p in without if has][:5]
+    assert not any("mermaid.min.js" in (out / "formulas" / "F8" / "index.html").read_text(encoding="utf-8") for _ in [0])
+
+
 _REF = re.compile(r'<(script|link|img|iframe|source|audio|video|embed|object)\b[^>]*?\b(src|href|data)\s*=\s*"([^"]*)"', re.I)
 _CSS_URL = re.compile(r'url\(\s*([^)]+?)\s*\)|@import\s+["\']([^"\']+)')
 _EXTERNAL = re.compile(r"^(?:[a-z][a-z0-9+.-]*:)?//", re.I)
