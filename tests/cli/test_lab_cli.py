@@ -28,7 +28,8 @@ def test_list_json_has_the_eleven_labs(capsys):
     rows = json.loads(out)
     assert code == 0 and [r["id"] for r in rows] == [f"lab:{n}" for n in range(1, 12)]
     assert rows[3]["computes"] == "gang_admission, FX1101"
-    assert rows[6]["computes"].startswith("links tree:prefix-aware-routing")
+    assert rows[6]["computes"] == "FX1285"
+    assert rows[8]["computes"] == "links tree:agent-sandbox, tree:runbook-sandbox-escape"
 
 
 def test_show_text_has_question_expectation_and_commands(capsys):

@@ -97,10 +97,16 @@ def test_lab11_admits_the_untouched_package(shipped):
     assert check.passed and check.verdict == "admitted to the releasable state"
 
 
-def test_labs_7_and_9_link_their_trees(shipped):
+def test_lab7_random_routing_halves_the_hit_rate(shipped):
+    values, _ = outputs(shipped, 7)
+    # section 24.4.3's h = h_max × P_route × P_resident with P_route = 1/N = 1/2: 0.9 × 0.5 × 1 = 0.45
+    assert values["routed_prefix_hit_rate"] == pytest.approx(0.45)
+    assert "tree:prefix-aware-routing" in shipped[0].labs["lab:7"]["links"]["trees"]
+
+
+def test_lab9_links_the_agent_sandbox_tree(shipped):
     k, module = shipped
-    assert labs.expectation(k.labs["lab:7"], module).outputs == []
-    assert "tree:prefix-aware-routing" in k.labs["lab:7"]["links"]["trees"]
+    assert labs.expectation(k.labs["lab:9"], module).outputs == []
     assert "tree:agent-sandbox" in k.labs["lab:9"]["links"]["trees"]
 
 
