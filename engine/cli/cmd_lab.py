@@ -112,7 +112,7 @@ def _document(record: dict, result, paths: list[dict], md: bool) -> str:
     from engine.core.humanize import friendly, number
 
     fmt = "md" if md else "text"
-    head = (lambda t: f"## {t}") if md else (lambda t: f"{t}:")
+    head = (lambda t: f"## {t}\n") if md else (lambda t: f"{t}:")
     title = f"{record['id']} · {record['title']}"
     out = [f"# {title}" if md else title, "", record["title_zh"], "",
            f"Level: {', '.join(record['levels'])}" + (f" ({record['level_note']})" if record.get("level_note") else ""),
