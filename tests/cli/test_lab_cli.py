@@ -99,3 +99,15 @@ def test_every_lab_is_reached_from_a_path_and_its_chapter_pages():
 def test_every_lab_command_runs(lab, command, capsys):
     code, out, err = run(shlex.split(command)[1:], capsys)
     assert code == 0, (lab, command, err)
+
+
+def test_mcp_lab_show_returns_the_expectation():
+    import json as _json
+
+    from engine.cli.mcp_tools import invoke, tools
+
+    tool = next(t for t in tools.build() if t.name == "lab_show")
+    outcome = invoke.call(tool, {"id": "lab-08"})
+    d = _json.loads(outcome.text)
+    # lab 08 第 6 步: 90 / (90 + 10) = 0.9 of the route to the current pool
+    assert outcome.ok and d["expectation"]["outputs"][0]["value"] == pytest.approx(0.9)

@@ -129,7 +129,7 @@ def _ids(root: str) -> dict[str, list[str]]:
         path = os.path.join(root, *folder)
         return sorted(n[:-5] for n in os.listdir(path) if n.endswith(".yaml")) if os.path.isdir(path) else []
 
-    return {"model": stems("knowledge", "models"), "device": stems("knowledge", "hardware"),
+    return {"model": stems("knowledge", "models"), "device": stems("knowledge", "hardware"), "lab": stems("knowledge", "labs"),
             "tree": sorted(t.split(":", 1)[1] for t in load_trees(root))}
 
 
@@ -141,6 +141,9 @@ def _records(ids) -> list[Tool]:
         Tool("hardware_list", "Every device: id, vendor, memory, bandwidth, dense BF16 peak (aiinfra hardware list).", ("hardware", "list")),
         Tool("hardware_show", "One device in full: peaks per precision (dense or sparse stated) with sources, memory nominal, in GiB and usable "
              "(aiinfra hardware show ID).", ("hardware", "show"), (_id("device", "h100-sxm", ids["device"]),)),
+        Tool("lab_list", "The book's eleven labs: number, titles, level L0-L3, chapters, what each computes (aiinfra lab list).", ("lab", "list")),
+        Tool("lab_show", "One lab: question, success criterion, inputs with sources, the expectation computed from them, links, reading "
+             "paths and the commands that reproduce it (aiinfra lab show N).", ("lab", "show"), (_id("lab", "lab-04", ids["lab"]),)),
     ]
 
 
