@@ -404,6 +404,7 @@ SPARSE_RULES = {
     "Google": "no structured-sparse peak published for Cloud TPUs",
     "Intel": "no structured-sparse peak in the Gaudi records",
     "Huawei": "no structured-sparse peak in the Ascend records",
+    "Apple": "no GPU peak of any kind published for the M-series (the records state memory and bandwidth only)",
 }
 
 

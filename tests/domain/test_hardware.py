@@ -270,7 +270,7 @@ def test_find_accepts_bare_and_prefixed_ids_and_names_the_known_ones(k):
     with pytest.raises(InputError) as info:
         hardware.find(k, "h800", "--device")
     assert info.value.field == "--device"
-    assert info.value.message.startswith("no device 'h800' (did you mean h200 or h800-sxm? known: a10, a100-pcie-40gb, a100-pcie-80gb, a100-sxm-40gb, a100-sxm-80gb, a30, a40, ascend-910b,")
+    assert info.value.message.startswith("no device 'h800' (did you mean h200 or h800-sxm? known: a10, a100-pcie-40gb, a100-pcie-80gb, a100-sxm-40gb, a100-sxm-80gb, a30, a40, a800-40gb-active,")
 
 
 # ----------------------------------------------------------------------------- rules over a record

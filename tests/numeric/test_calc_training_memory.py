@@ -411,8 +411,10 @@ def test_cli_bad_input_one_line_exit_2(capsys, extra, field):
     assert e.count("\n") == 1 and field in e and "Traceback" not in e
 
 
-def test_cli_help_names_the_issue_inputs(capsys):
+def test_cli_help_names_the_inputs_in_the_books_terms(capsys):
     code, o, _ = cli(["calc", "training-memory", "--help"], capsys)
     assert code == 0
     assert "zero_stage [one of 0|1|2|3] default 0" in o
-    assert "issue name optimizer_bytes_per_param" in o and "issue name sequence_parallel" in o
+    assert "bytes_optim [B] default 12" in o and "sp_degree [1] default 1" in o
+    assert "issue name" not in o  # issue 28: the issue's names meant nothing to a reader; the book's stay
+    assert "the book's dp" in o
