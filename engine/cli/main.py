@@ -241,7 +241,7 @@ class _OnlyVerb:
 PLUGIN_VERBS = {"tree": "engine.cli.cmd_tree", "path": "engine.cli.cmd_path", "arch": "engine.cli.cmd_arch", "site": "engine.cli.cmd_site",
                 "state": "engine.cli.cmd_state", "plan": "engine.cli.cmd_plan", "system": "engine.cli.cmd_system",
                 "failures": "engine.cli.cmd_failures", "validate": "engine.cli.cmd_validate", "kv": "engine.cli.cmd_kv",
-                "mcp": "engine.cli.cmd_mcp", "scaling": "engine.cli.cmd_scaling"}
+                "mcp": "engine.cli.cmd_mcp", "scaling": "engine.cli.cmd_scaling", "lab": "engine.cli.cmd_lab"}
 PLUGINS = tuple(PLUGIN_VERBS.values())
 
 
