@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from engine.cli.common import emit, root_of
 from engine.cli.render import table, to_json
-from engine.core.errors import InputError, UnitError
+from engine.core.errors import InputError
 from engine.core.humanize import friendly, number
-from engine.core.units import parse_quantity
 from engine.domain import collective
 from engine.numeric import compiled
 
@@ -108,14 +107,10 @@ def setup_from(args, module, model: dict | None = None) -> collective.Setup:
 
 
 def quantity(option: str, text: str, unit: str) -> float:
-    """One value (not a range) of ``text`` in ``unit``; UnitError becomes an InputError naming ``option``."""
-    try:
-        q = parse_quantity(text, unit)
-    except UnitError as exc:
-        raise InputError(option, f"{exc.text!r} {exc.message}") from None
-    if q.is_range:
-        raise InputError(option, f"{text!r} is a range; give one value (e.g. {_EXAMPLES[unit]})")
-    return q.value
+    """One value (not a range) of ``text`` in ``unit`` (engine.cli.common.one_quantity, with an example value)."""
+    from engine.cli.common import one_quantity
+
+    return one_quantity(option, text, unit, _EXAMPLES[unit])
 
 
 _EXAMPLES = {"B": "1GB or 256MiB", "B/s": "50GB/s or 400Gb/s", "s": "20us"}

@@ -239,16 +239,9 @@ def _tier(text: str, device):
 
 
 def _quantity(text: str, unit: str, field: str) -> float:
-    from engine.core.errors import InputError, UnitError
-    from engine.core.units import parse_quantity
+    from engine.cli.common import one_quantity
 
-    try:
-        q = parse_quantity(text, unit)
-    except UnitError as exc:
-        raise InputError(field, f"{exc.text!r} {exc.message}") from None
-    if q.is_range:
-        raise InputError(field, f"expected one value in {unit}, got the range {text!r}")
-    return q.value
+    return one_quantity(field, text, unit)
 
 
 def _model(args, root):

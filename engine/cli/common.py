@@ -134,6 +134,21 @@ def publish(tmp: str, target) -> None:
     os.replace(tmp, target)
 
 
+def one_quantity(option: str, text: str, unit: str, example: str = "") -> float:
+    """One value (not a range) of ``text`` in ``unit``, units accepted as with --set; a UnitError or a range becomes an
+    InputError naming ``option`` (``example``: a value to show in the range message, e.g. '1GB or 256MiB')."""
+    from engine.core.errors import UnitError
+    from engine.core.units import parse_quantity
+
+    try:
+        q = parse_quantity(text, unit)
+    except UnitError as exc:
+        raise InputError(option, f"{exc.text!r} {exc.message}") from None
+    if q.is_range:
+        raise InputError(option, f"{text!r} is a range; give one value " + (f"(e.g. {example})" if example else f"in {unit}"))
+    return q.value
+
+
 def emit(text: str) -> None:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
