@@ -1,5 +1,5 @@
 """Issue 30's chapter and runbook trees walked to every leaf: one set of checks over the cases of
-tests/trees/cases_chapters.py, cases_runbooks.py and cases_lifecycle.py (each case: tree, inputs from the book or
+tests/trees/cases_chapters.py, cases_runbooks.py, cases_lifecycle.py and cases_quant.py (each case: tree, inputs from the book or
 hand-picked on both sides of a threshold with the arithmetic beside it, the leaf expected)."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ from engine.trees import proofs as trees_proofs
 from engine.trees import walk as trees
 from tests.trees.cases_chapters import CASES as CHAPTERS
 from tests.trees.cases_lifecycle import CASES as LIFECYCLE
+from tests.trees.cases_quant import CASES as QUANT
 from tests.trees.cases_runbooks import CASES as RUNBOOKS
 
-CASES = [*CHAPTERS, *RUNBOOKS, *LIFECYCLE]
+CASES = [*CHAPTERS, *RUNBOOKS, *LIFECYCLE, *QUANT]
 MINE = sorted({c[0] for c in CASES})
 
 
