@@ -344,7 +344,7 @@ class _Loader:  # the record classes are imported where a record is built: an in
             self.refs(raw.get("depends_on", ()), None, book, place, cid, "depends_on"),
             raw.get("depends_source", ""), raw.get("key_question", ""), raw.get("key_question_zh", ""),
             tuple(raw.get("deliverables", ())), raw.get("notes", ""), raw.get("source", ""), place,
-            raw.get("part"), raw.get("track", ""), raw.get("skeleton"),
+            raw.get("part"), raw.get("track", ""), raw.get("skeleton"), raw.get("no_tree", ""),
         )
 
     def build_concepts(self, raw: dict, place: str) -> None:

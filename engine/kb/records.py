@@ -148,6 +148,7 @@ class Chapter:
     part: int | None = None
     track: str = ""
     skeleton: dict | None = None
+    no_tree: str = ""  # why the chapter has no selection tree of its own (issue 30)
 
 
 @dataclass(frozen=True, slots=True)

@@ -150,7 +150,7 @@ def chapter(data: SiteData, cid: str, reverse, formulas) -> Page:
               f"- **Formulas used here:** {data.links(here, f_used, with_title=True)}",
               f"- **Concepts defined here:** {data.links(here, concepts_defined, with_title=True)}",
               f"- **Concepts referenced or extended:** {data.links(here, list(dict.fromkeys(concepts_other)), with_title=True)}",
-              f"- **Decision trees:** {data.links(here, data.chapter_trees.get(cid, []), with_title=True)}",
+              f"- **Decision trees:** {data.links(here, data.chapter_trees.get(cid, []), with_title=True)}" + _no_tree(ch),
               f"- **Calculators:** {data.links(here, data.chapter_calcs.get(cid, []), with_title=True)}",
               f"- **Labs:** {data.links(here, _labs_of(data, cid), with_title=True)}",
               f"- **Reading paths through it:** {data.links(here, data.paths_through([cid, *sec_ids]), with_title=True)}", ""]
@@ -192,3 +192,8 @@ def _labs_of(data, cid: str) -> list[str]:
     from engine.domain.labs import labs_of_chapter
 
     return labs_of_chapter(getattr(data.k, "labs", None) or {}, cid)
+
+
+def _no_tree(ch) -> str:
+    """The chapter's reason for having no selection tree of its own (knowledge/chapters/*.yaml ``no_tree``)."""
+    return f" (no selection tree of its own: {md_escape(ch.no_tree)})" if ch.no_tree else ""
