@@ -323,6 +323,32 @@ def _slots(t):
     return np.minimum(t["fits"], t["max_running"]) if "max_running" in t else t["fits"]
 
 
+_RANKS: dict = {}
+_WIDE = 1 << 40  # above any request index: row r's ranks as r x _WIDE + i form one ascending array over all rows
+
+
+def _ranks(n: np.ndarray):
+    """Per row of a run of n requests: i = ceil(n x QUANTILES) (the request at each quantile, ascending along the row), those
+    ranks as one ascending key array over all rows (to count the quantiles at or below a rank, every row at once) and their
+    running sums. The same for every call of a fit on one table, so kept (a handful of tables at a time)."""
+    key = n.tobytes()
+    got = _RANKS.get(key)
+    if got is None:
+        if len(_RANKS) > 16:
+            _RANKS.clear()
+        i = np.ceil(np.outer(n, QUANTILES))
+        flat = (np.arange(len(n))[:, None] * _WIDE + i.astype(np.int64)).ravel()
+        got = _RANKS[key] = (i, flat, np.concatenate([np.zeros((len(n), 1)), np.cumsum(i, axis=1)], axis=1))
+    return got
+
+
+def _below(flat: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Per row, how many of its quantiles' ranks are at most m (a rank is a whole request: at most floor(m))."""
+    rows = np.arange(len(m))
+    top = np.clip(np.floor(m), -1, _WIDE - 1).astype(np.int64)
+    return np.searchsorted(flat, rows * _WIDE + top, side="right") - rows * len(QUANTILES)
+
+
 def _closed(t, p, clients, prefill, burst=True):
     """A closed loop of ``clients`` requests per instance (the engine runs c = min(clients, fits) of them, the rest wait
     for a K/V slot): E2E, TTFT, TPOT and requests/s (Little's law, FX81)."""
@@ -354,14 +380,26 @@ def _closed(t, p, clients, prefill, burst=True):
     # i - 1 prefills before it; request c < i <= clients for the (i - c)-th slot to free; later ones (sent as earlier ones finish) wait the
     # steady-state time. The statistic the source reports (mean, median, a percentile) is taken over the N requests.
     n = t["burst"]
-    run = (n >= 1) & burst
-    wait = np.broadcast_to(steady[:, None], (len(steady), len(QUANTILES)))
-    if run.any():
-        i = np.ceil(np.outer(np.maximum(n, 1), QUANTILES))
-        first = np.where(i <= c[:, None], (i - 1) * prefill[:, None], (i - c[:, None]) / x[:, None])
-        wait = np.where(run[:, None] & (i <= np.maximum(clients, 1)[:, None]), first, wait)
+    run = np.flatnonzero((n >= 1) & burst)
     stat = t.get("stat", np.full(len(c), -1.0))
-    quant = np.take_along_axis(np.sort(wait, axis=1), np.clip(np.round(stat * len(QUANTILES) - 0.5), 0, len(QUANTILES) - 1).astype(int)[:, None], 1)[:, 0]
-    ttft = prefill + np.where(stat < 0, wait.mean(axis=1), quant)
+    queued = steady.copy()  # a row with no burst waits the steady-state time at every quantile: its mean and quantiles are that
+    if len(run):  # the per-request waits over the run's quantiles, only for the rows that have them (the fit calls this often)
+        cr, sr, top, pr, xr = c[run], steady[run], np.maximum(clients[run], 1), prefill[run], x[run]
+        i, flat, cum = _ranks(np.maximum(n[run], 1))
+        # along a row the ranks ascend, so the quantiles split into three runs: the first wave's prefills ((i - 1) T_p, i <= c),
+        # the clients waiting for a slot ((i - c) / X, c < i <= clients) and the steady-state requests after them; the mean
+        # is those runs' sums (running sums of the ranks), with no per-quantile array
+        last = _below(flat, top)
+        first = np.minimum(_below(flat, cr), last)
+        rows = np.arange(len(run))
+        wave, slot = cum[rows, first], cum[rows, last] - cum[rows, first]
+        queued[run] = (pr * (wave - first) + (slot - cr * (last - first)) / xr + (len(QUANTILES) - last) * sr) / len(QUANTILES)
+        q = stat[run] >= 0
+        if q.any():  # a median or percentile: the rows' waits in full, sorted
+            iq, cq = i[q], cr[q][:, None]
+            wait = np.where(iq <= top[q][:, None], np.where(iq <= cq, (iq - 1) * pr[q][:, None], (iq - cq) / xr[q][:, None]), sr[q][:, None])
+            k = np.clip(np.round(stat[run][q] * len(QUANTILES) - 0.5), 0, len(QUANTILES) - 1).astype(int)
+            queued[run[q]] = np.take_along_axis(np.sort(wait, axis=1), k[:, None], 1)[:, 0]
+    ttft = prefill + queued
     e2e = ttft + (t["output"] - 1) * tpot
     return e2e, ttft, tpot, x
