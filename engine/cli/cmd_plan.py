@@ -109,7 +109,7 @@ def add_parsers(verbs, Parser, shared) -> None:
     s.add_argument("--concurrency", type=_int, metavar="C", help="pin the requests in flight over the whole deployment (closed loop, as benchmark "
                                                                  "clients run); each of the --dp instances holds C / DP")
     s.add_argument("--dp", type=_int, metavar="D", help="data-parallel instances (replicas) of TP x EP sharing --concurrency (default 1)")
-    s.add_argument("--engine", metavar="NAME", help="the serving engine for the calibrated step overhead (tensorrt-llm, vllm, sglang; default: "
+    s.add_argument("--engine", metavar="NAME", help="the serving engine for the calibrated step overheads, per step, per layer and per MoE layer (tensorrt-llm, vllm, sglang; default: "
                                                     "the value shared over engines)")
     s.add_argument("--max-ep", type=_int, default=64, metavar="E", help="largest expert-parallel group tried for MoE models (default 64)")
     s.add_argument("--weights", metavar="FORMAT", help="storage format of the weights (bf16 default, fp8, int4_group, nvfp4, mxfp4, ...: "

@@ -86,7 +86,8 @@ KINDS = {
     "serve": Kind("serve", serve.terms, serve.times, (
         Param("e_prefill", 0.5, 0.05, 1.0, "gen"), Param("e_decode", 0.5, 0.05, 1.0, "gen"), Param("e_hbm", 0.8, 0.2, 1.0, "gen"),
         Param("e_kv", 0.6, 0.1, 1.0, "gen"), Param("e_link", 0.7, 0.1, 1.0, None), Param("ar_latency", 5e-6, 1e-7, 1e-4, None), Param("overhead", 3e-3, 1e-5, 0.1, "engine"),
-        Param("e_dequant", 0.7, 0.05, 1.0, None), Param("overhead_seq", 2e-5, 1e-7, 1e-3, "engine_name")),
+        Param("e_dequant", 0.7, 0.05, 1.0, None), Param("overhead_seq", 2e-5, 1e-7, 1e-3, "engine_name"),
+        Param("overhead_layer", 1e-4, 1e-7, 2e-3, "engine_name"), Param("overhead_moe", 1e-4, 1e-7, 2e-3, "engine_name")),
         {"gen": _gen, "engine": _engine, "engine_name": _engine_name}, replay),
     "train": Kind("train", train.terms, train.times, (
         Param("e_train", 0.5, 0.05, 1.0, "gen"), Param("exposed", 0.5, 0.01, 1.0, None),

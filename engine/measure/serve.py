@@ -11,6 +11,9 @@ holding c requests (the record's concurrency over its replicas, capped by the K/
                      + max(FX30's attention FLOPs / (peak x e_decode), FX132 K/V bytes / (HBM x e_kv))  (kernels in turn)
                      + FX704 TP all-reduces (FX50: 2 (TP-1) steps x latency + FX1 wire bytes / (NVLink x e_link))
                      + EP All2All F19 bytes / (link x e_link) + step overhead (FX78's step_overhead_time)
+                     + layers x overhead_layer + MoE layers x overhead_moe (each layer's kernels pay a fixed launch,
+                       ramp-up and synchronisation time whatever the batch; a MoE layer's routing, top-k, permutation and
+                       grouped-GEMM kernels pay more, fitted per engine: the Python engines' MoE layers cost ~0.8 ms each)
                      + c x overhead_seq (the engine's host work per sequence in the step: scheduling, sampling,
                        detokenising and streaming each request's token, which grows with the batch)
   prefill      T_p = FX74 FLOPs of one prompt / (g x peak x e_prefill [x e_dequant]) + its TP all-reduces
@@ -88,7 +91,7 @@ def terms(root, m) -> dict:
     return dict(fixed=float(clients), rate=float(w.get("rate") or 0) / replicas, fits=float(fits), burst=n, run=float(w.get("requests") or 0) / replicas, stat=_STAT.get(m.statistic, -1.0), g=float(g), ep=float(ep), replicas=float(replicas),
                 output=float(s.output), prompt=float(s.prompt), ctx=float(c0["ctx"]), w_dense=w_dense, w_expert=w_expert, experts=experts, top_k=float(s.top_k),
                 cd1=lin1, ca1=max(cd1 - lin1, 0.0), kv1=kv1, ar_n=ar_n, ar_steps=2.0 * (tp - 1), ar1=ar1, ep1=ep1, cp=float(c0["flops_prefill"] * s.prompt / g),
-                peak=s.peak, hbm=s.hbm_bw, link=s.nvlink_bw, ep_link=s.nvlink_bw if g <= s.nvlink_domain else s.scaleout_bw,
+                layers=float(s.layers), moe_layers=float((s.moe_layers or s.layers) if s.expert_params else 0), peak=s.peak, hbm=s.hbm_bw, link=s.nvlink_bw, ep_link=s.nvlink_bw if g <= s.nvlink_domain else s.scaleout_bw,
                 budget=float(limit[0]), max_running=float(limit[1] or 10**9),
                 prefill_first=float(prefill_first(m.engine, m.engine_version)), on_demand=float(ENGINE_ADMISSION.get((m.engine or "").lower()) == "on-demand"),
                 dq=float(weight_only(prec, computed)), capped=bool(clients and fits < clients))
@@ -249,7 +252,16 @@ def _step(t, p, c):
     # they read) run one after the other: each kernel class its own roofline, the step their sum
     matmul = np.maximum(b * t["cd1"] / (t["peak"] * p["e_decode"] * _dequant(t, p)), weights / (t["hbm"] * p["e_hbm"]))
     attention = np.maximum(b * t["ca1"] / (t["peak"] * p["e_decode"]), b * t["kv1"] / (t["hbm"] * p["e_kv"]))
-    return matmul + attention + ar + b * t["ep1"] / (t["ep_link"] * p["e_link"]) + p["overhead"] + c * _per_sequence(p)
+    return matmul + attention + ar + b * t["ep1"] / (t["ep_link"] * p["e_link"]) + p["overhead"] + _per_layer(t, p) + c * _per_sequence(p)
+
+
+def _per_layer(t, p):
+    """The step's fixed cost per layer: overhead_layer x layers (each layer's kernels pay a launch, ramp-up and
+    synchronisation time whatever the batch, so a 126-layer model pays it 4 times as often as a 32-layer one) plus
+    overhead_moe x MoE layers (routing, top-k, token permutation and the grouped expert GEMMs: several more kernels per
+    layer, and the engines' MoE paths differ most); 0 under a calibration without them."""
+    out = p["overhead_layer"] * t["layers"] if "overhead_layer" in p and "layers" in t else 0.0
+    return out + (p["overhead_moe"] * t["moe_layers"] if "overhead_moe" in p and "moe_layers" in t else 0.0)
 
 
 def _per_sequence(p):
@@ -266,8 +278,9 @@ def _dequant(t, p):
 def times(t: dict[str, np.ndarray], p: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """TTFT, TPOT, E2E (s) and throughputs of terms ``t`` under parameters ``p`` (arrays, one entry per record):
     e_prefill, e_decode, e_hbm, e_link, ar_latency (s per ring step), overhead (s per step), overhead_seq (s per
-    sequence in a step), e_dequant (the share of the matrix rate weight-only kernels reach)."""
-    prefill = t["cp"] / (t["peak"] * p["e_prefill"] * _dequant(t, p)) + t["ar_n"] * (t["ar_steps"] * p["ar_latency"] + t["prompt"] * t["ar1"] / (t["link"] * p["e_link"])) + p["overhead"] + _per_sequence(p)
+    sequence in a step), e_dequant (the share of the matrix rate weight-only kernels reach), overhead_layer and overhead_moe
+    (s per layer and per MoE layer in a step)."""
+    prefill = t["cp"] / (t["peak"] * p["e_prefill"] * _dequant(t, p)) + t["ar_n"] * (t["ar_steps"] * p["ar_latency"] + t["prompt"] * t["ar1"] / (t["link"] * p["e_link"])) + p["overhead"] + _per_layer(t, p) + _per_sequence(p)
     c = np.where(t["fixed"] > 0, t["fixed"], _slots(t))  # the clients in flight (as many as the engine runs when unstated)
     open_loop = t["rate"] > 0
     if open_loop.any():  # c = rate x E2E (FX81), iterated from one request in flight, on the open-loop rows alone

@@ -12,8 +12,8 @@ the end of the step that finishes its prompt. Requests are admitted while the K/
 A step's time is the engine's own step model (``engine.measure.serve``'s terms under a calibration): the matrix
 kernels bound by their FLOPs (decode and prefill tokens at their efficiencies) or by the weights the step's tokens
 route to, the attention kernels by their FLOPs or the K/V they read, TP all-reduces and EP All2All of the step's
-tokens, and the per-step overhead with the host's share per sequence in the step (a prompt counted by its share of
-tokens in the step).
+tokens, the fixed costs per step, per layer and per MoE layer, and the host's share per sequence in the step (a
+prompt counted by its share of tokens in the step).
 
 Clients are closed-loop (a fixed number in flight, each sending its next request when the last one finishes, as
 benchmark tools run) or open-loop (Poisson arrivals, gamma arrivals with a coefficient of variation, or a trace of
@@ -107,7 +107,9 @@ class StepModel:
         self.ar_fixed = g("ar_n") * g("ar_steps") * q("ar_latency")
         self.ar_tok = g("ar_n") * g("ar1") / (g("link") * q("e_link"))
         self.ep_tok = g("ep1") / (g("ep_link") * q("e_link"))
-        self.overhead = q("overhead")
+        # the step's fixed cost: per step, and per layer (each layer's kernels' launch and ramp, engine.measure.serve._per_layer)
+        self.overhead = q("overhead") + (q("overhead_layer") * g("layers") if "overhead_layer" in p and "layers" in t else 0.0) \
+            + (q("overhead_moe") * g("moe_layers") if "overhead_moe" in p and "moe_layers" in t else 0.0)
         self.per_seq = q("overhead_seq") if "overhead_seq" in p else 0.0  # host time per sequence in a step
         self.prompt = g("prompt")
 

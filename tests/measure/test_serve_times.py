@@ -180,3 +180,21 @@ def test_the_host_work_per_sequence_grows_the_step_with_the_batch():
     step64 = 1e-2 + 64e6 / 1.6e12 + 2e-3 + 64 * 5e-5
     # TPOT at 64 clients: the step plus the 63 others' prompts (each 0.034 s + 50 us) spread over 100 output tokens
     assert one(fixed=64)["tpot"] == pytest.approx(step64 + 63 / 100 * (PREFILL + 5e-5), rel=1e-12)
+
+
+def test_each_layer_and_each_moe_layer_adds_its_fixed_cost_to_every_step():
+    # overhead_layer = 80 us a layer, overhead_moe = 0.8 ms a MoE layer: the 8B model above as 32 dense layers pays
+    # 32 x 80e-6 = 2.56 ms more per step; as 32 layers of which 30 route experts, 2.56 ms + 30 x 0.8e-3 = 26.56 ms more.
+    # A prompt's step pays the same once. Without the two parameters (an older calibration) nothing changes.
+    p = {k: np.array([v]) for k, v in {**P, "overhead_layer": 8e-5, "overhead_moe": 8e-4}.items()}
+
+    def one(**over):
+        t = {k: np.array([float(v)]) for k, v in {**DENSE, **over}.items()}
+        return {k: float(v[0]) for k, v in serve.times(t, p).items()}
+
+    base = 1e-2 + 1e6 / 1.6e12 + 2e-3  # 0.012000625 s, test_dense_tpot_at_one_request_by_hand
+    assert one(layers=32, moe_layers=0)["tpot"] == pytest.approx(base + 32 * 8e-5, rel=1e-12)
+    assert one(layers=32, moe_layers=0)["ttft"] == pytest.approx(PREFILL + 32 * 8e-5, rel=1e-12)
+    assert one(layers=32, moe_layers=30)["tpot"] == pytest.approx(base + 32 * 8e-5 + 30 * 8e-4, rel=1e-12)
+    assert one(layers=32, moe_layers=30)["tpot"] == pytest.approx(0.038560625, rel=1e-12)
+    assert times(layers=32, moe_layers=30)["tpot"] == pytest.approx(base, rel=1e-12)

@@ -155,3 +155,18 @@ def test_the_host_work_per_sequence_counts_every_sequence_in_the_step():
     sim = S.simulate(step, np.full(20, 1000), np.full(20, 100), concurrency=1, capacity=1e6).summary()
     assert sim["ttft"]["mean"] == pytest.approx(float(closed["ttft"][0]), rel=1e-9)
     assert sim["tpot"]["mean"] == pytest.approx(float(closed["tpot"][0]), rel=1e-9)
+
+
+def test_the_layers_fixed_costs_enter_every_simulated_step_as_in_the_closed_form():
+    # 32 layers at 80 us and 30 MoE layers at 0.8 ms: 2.56e-3 + 24e-3 = 26.56 ms more on every step, prompt or decode;
+    # at one client the simulation and the closed form agree with them as without them
+    t = {**T, "layers": 32, "moe_layers": 30}
+    p = {**P, "overhead_layer": 8e-5, "overhead_moe": 8e-4}
+    step = S.StepModel(t, p)
+    assert step.one(1, 0, 0) - S.StepModel(t, P).one(1, 0, 0) == pytest.approx(0.02656, rel=1e-12)
+    r = S.simulate(step, np.full(1, 1000), np.full(1, 100), concurrency=1, capacity=1e6)
+    assert r.ttft[0] == pytest.approx(PREFILL + 0.02656, rel=1e-12)
+    assert r.tpot[0] == pytest.approx(DECODE + 0.02656, rel=1e-12)
+    closed = serve.times({k: np.array([float(v)]) for k, v in t.items()}, {k: np.array([v]) for k, v in p.items()})
+    sim = S.simulate(step, np.full(20, 1000), np.full(20, 100), concurrency=1, capacity=1e6).summary()
+    assert sim["tpot"]["mean"] == pytest.approx(float(closed["tpot"][0]), rel=1e-9)
