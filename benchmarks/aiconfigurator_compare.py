@@ -447,7 +447,10 @@ def main(argv=None) -> int:
     ap.add_argument("--only", help="only records whose id contains one of these comma-separated texts")
     ap.add_argument("--no-ours", action="store_true", help="skip the aiinfra validate column")
     ap.add_argument("--ours", type=Path, help="read our column from this saved 'aiinfra validate --kind serve --format json' output "
-                    "instead of running validate (about ten minutes)")
+                    "instead of running validate (about two minutes)")
+    ap.add_argument("--rescore", type=Path, metavar="FILE", help="re-score a saved --out file: keep its aiconfigurator figures (a full "
+                    "run takes over an hour on 2 cores), attach our current column (--ours, or a validate run now) and print the "
+                    "report; aiconfigurator is not needed")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--dump-records", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -456,6 +459,8 @@ def main(argv=None) -> int:
     if a.dump_records:
         print(json.dumps(_load_records(a.records), default=str))
         return 0
+    if a.rescore:
+        return rescore(a.rescore, a.out, a.ours)
     py = aic_python(a.aic_python)
     if py is None:
         print(INSTALL)
@@ -493,19 +498,50 @@ def main(argv=None) -> int:
             row["note"] = res["note"]
         if rec.get("engine_version"):
             row["record_engine_version"] = rec["engine_version"]
-    for rec, row in rows:
-        o = ours.get(rec["id"])
-        # validate's rows carry the held-out prediction (the fit without the row's own table) in the record's unit
-        mine = (o or {}).get("held_out", (o or {}).get("predicted"))
-        if mine and o.get("measured"):
-            row["ours_ratio"] = float(mine) / float(o["measured"])
-            row["ours_predicted"] = row["ours_ratio"] * float(row["measured"])
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    with a.out.open("w") as f:
-        for _, row in rows:
-            f.write(json.dumps(row, default=str) + "\n")
+    for _, row in rows:
+        attach(row, ours)
+    write([row for _, row in rows], a.out)
     report([row for _, row in rows], bool(ours))
     print(f"\nwrote {len(rows)} lines to {a.out}")
+    return 0
+
+
+def attach(row: dict, ours: dict) -> None:
+    """Our held-out prediction beside the row (validate's rows carry the prediction of the fit without the row's own table,
+    in the record's unit; the ratio carries it to the canonical unit of the row)."""
+    row.pop("ours_ratio", None)
+    row.pop("ours_predicted", None)
+    o = ours.get(row["id"])
+    mine = (o or {}).get("held_out", (o or {}).get("predicted"))
+    if mine and o.get("measured"):
+        row["ours_ratio"] = float(mine) / float(o["measured"])
+        row["ours_predicted"] = row["ours_ratio"] * float(row["measured"])
+
+
+def write(rows: list[dict], out: Path) -> None:
+    """The JSON lines, written atomically (a temporary file in the same folder, then renamed)."""
+    import tempfile
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=out.parent, prefix=out.name, suffix=".tmp", delete=False) as f:
+        for row in rows:
+            f.write(json.dumps(row, default=str) + "\n")
+    os.replace(f.name, out)
+
+
+def rescore(saved: Path, out: Path, ours_file: Path | None) -> int:
+    """A saved comparison with our current predictions beside aiconfigurator's saved ones."""
+    try:
+        rows = [json.loads(line) for line in saved.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except (OSError, ValueError) as exc:
+        print(f"--rescore: cannot read {saved}: {exc}", file=sys.stderr)
+        return 2
+    ours = our_predictions(ours_file)
+    for row in rows:
+        attach(row, ours)
+    write(rows, out)
+    report(rows, bool(ours))
+    print(f"\nwrote {len(rows)} lines to {out} (aiconfigurator's figures from {saved})")
     return 0
 
 
@@ -523,9 +559,13 @@ def report(rows: list[dict], have_ours: bool) -> None:
     by_source: dict = {}
     for r in done:
         by_source.setdefault(r["id"].split("/")[0], []).append(r)
-    print("\nper source (aiconfigurator)")
+    print("\nper source (aiconfigurator" + ("   |   aiinfra held out, on the same records)" if have_ours else ")"))
     for src, sub in sorted(by_source.items()):
-        print(f"  {src:58s} {fmt(stats([(r['aiconfigurator_predicted'], r['measured']) for r in sub]))}")
+        line = f"  {src:58s} {fmt(stats([(r['aiconfigurator_predicted'], r['measured']) for r in sub]))}"
+        if have_ours:
+            both = [r for r in sub if r.get("ours_predicted")]
+            line += f"   |   {fmt(stats([(r['ours_predicted'], r['measured']) for r in both]))}"
+        print(line)
     if have_ours and done:
         print("\nside by side (first 40 compared records): measured, aiconfigurator (ratio), aiinfra (ratio)")
         for r in done[:40]:
