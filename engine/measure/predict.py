@@ -85,7 +85,7 @@ def describe(p: dict, kind: str) -> str:
     fb = f"; no measurement for {', '.join(p['fallback'])}: the shared value is used" if p["fallback"] else ""
     band = (f"held out, {b['held_out_within_30']:.0f}% of {kind} rows within +-30%, median error x{b['held_out_median_error_factor']:.2f}"
             if b.get("held_out_within_30") is not None else "no held-out band")
-    return (f"calibration: knowledge/calibration/fitted.json ({kind}, {p['group']}, fitted on {p['fitted_on']} tables, {p['date']}){fb}; "
+    return (f"calibration: knowledge/calibration/fitted.json ({kind}, {p['group']}, fitted on the tables of {p['fitted_on']} publisher families, {p['date']}){fb}; "
             f"{band}")
 
 
