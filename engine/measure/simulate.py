@@ -36,7 +36,7 @@ import numpy as np
 
 from engine.core.errors import InputError
 from engine.core.record import dataclass
-from engine.measure.serve import ENGINE_ADMISSION, TOKEN_BUDGET  # noqa: F401  (one budget and one admission table for the closed forms and the simulation)
+from engine.measure.serve import ENGINE_ADMISSION, TOKEN_BUDGET, _per_layer  # noqa: F401  (one budget, admission table and per-layer cost for the closed forms and the simulation)
 
 ADMISSION = ("reserve", "on-demand")
 ARRIVALS = ("poisson", "gamma", "trace")
@@ -107,9 +107,8 @@ class StepModel:
         self.ar_fixed = g("ar_n") * g("ar_steps") * q("ar_latency")
         self.ar_tok = g("ar_n") * g("ar1") / (g("link") * q("e_link"))
         self.ep_tok = g("ep1") / (g("ep_link") * q("e_link"))
-        # the step's fixed cost: per step, and per layer (each layer's kernels' launch and ramp, engine.measure.serve._per_layer)
-        self.overhead = q("overhead") + (q("overhead_layer") * g("layers") if "overhead_layer" in p and "layers" in t else 0.0) \
-            + (q("overhead_moe") * g("moe_layers") if "overhead_moe" in p and "moe_layers" in t else 0.0)
+        # the step's fixed cost: per step, and per layer and MoE layer as the closed form counts it (one rule for both)
+        self.overhead = q("overhead") + float(np.asarray(_per_layer(t, p)).reshape(-1)[0])
         self.per_seq = q("overhead_seq") if "overhead_seq" in p else 0.0  # host time per sequence in a step
         self.prompt = g("prompt")
 
