@@ -145,7 +145,12 @@ class CalculatorHandle:
         found = presets.precision_values(_text(precision, "precision"))  # kv_bytes follows the precision unless given
         if model or device:
             found.update(presets.load(self.root, model, device, precision, self.id))
-        return run(self.calc, compiled.memoised(self.root), inputs, found)
+        from engine.numeric.calculators import graph_of
+
+        module = compiled.memoised(self.root, strict=False)  # refused only when its chain needs a refused formula (#24)
+        result = run(self.calc, module, inputs, found)
+        graph_of(module).warn_refused()
+        return result
 
     def solve(self, target: str, where, model: str | None = None, device: str | None = None, precision: str = "bf16", numeric: bool = False,
               **inputs):
@@ -163,7 +168,12 @@ class CalculatorHandle:
         found = presets.precision_values(_text(precision, "precision"))
         if model or device:
             found.update(presets.load(self.root, model, device, precision, self.id))
-        return calc_solve.solve(self.calc, compiled.memoised(self.root), inputs, found, target.strip(), wheres, numeric=bool(numeric))
+        from engine.numeric.calculators import graph_of
+
+        module = compiled.memoised(self.root, strict=False)  # refused only when its chain needs a refused formula (#24)
+        solution = calc_solve.solve(self.calc, module, inputs, found, target.strip(), wheres, numeric=bool(numeric))
+        graph_of(module).warn_refused()
+        return solution
 
     def sweep(self, name: str, low: float, high: float, points: int = 32, log: bool = False, model=None, device=None, precision="bf16", **inputs):
         from engine.numeric.calculators import sweep

@@ -149,6 +149,7 @@ def _solve(args, calc, root, sets: dict, presets: dict, formats: dict) -> int:
     """``calc ID --solve INPUT --where 'OUTPUT >= V' ...``: engine.numeric.calc_solve, rendered."""
     from engine.cli.solve_render import render_solution
     from engine.numeric import calc_solve
+    from engine.numeric.calculators import graph_of
 
     if args.solve is None:
         raise InputError("--where", "states a condition for --solve; give --solve INPUT as well")
@@ -157,7 +158,15 @@ def _solve(args, calc, root, sets: dict, presets: dict, formats: dict) -> int:
             raise InputError(flag, "does not go with --solve")
     if args.format == "csv":
         raise InputError("--format", "--solve prints text, md or json (csv is for runs and sweeps)")
-    sol = calc_solve.solve(calc, compiled.load(root), sets, presets, args.solve.strip(), list(args.where), numeric=getattr(args, "numeric", False))
+    from engine.core.errors import KnowledgeError
+    from engine.numeric.calc_conditions import record_error
+
+    module = compiled.load(root, strict=False)  # a formula refused elsewhere stops only the calculators that need it (#24)
+    try:
+        sol = calc_solve.solve(calc, module, sets, presets, args.solve.strip(), list(args.where), numeric=getattr(args, "numeric", False))
+    except KnowledgeError as exc:  # a broken record (a refused formula its chain needs, an output no formula produces) at its file:line
+        raise record_error(root, calc, exc) from None
+    graph_of(module).warn_refused()  # the formulas refused elsewhere in the root: one warning
     for symbol, flag in formats.items():
         if symbol not in sol.inputs:
             raise InputError(flag, f"{sol.calculator} does not use {symbol} on the chain solved here")
@@ -222,12 +231,14 @@ def _run(calc, root, sets: dict, presets):
     """engine.numeric.calculators.run; a failure boundary that does not parse names its file:line."""
     from engine.core.errors import ExprError, KnowledgeError
     from engine.numeric.calc_conditions import record_error
-    from engine.numeric.calculators import Graph, condition_error
+    from engine.numeric.calculators import Graph, condition_error, graph_of
     from engine.numeric.calculators import run as run_calc
 
-    module = compiled.load(root)
+    module = compiled.load(root, strict=False)  # a formula refused elsewhere stops only the calculators that need it (#24)
     try:
-        return run_calc(calc, module, sets, presets)
+        result = run_calc(calc, module, sets, presets)
+        graph_of(module).warn_refused()  # the formulas refused elsewhere in the root: one warning
+        return result
     except ExprError as exc:
         raise condition_error(root, calc, Graph(module), exc) from None
     except KnowledgeError as exc:  # a broken record (an output no formula produces) at its file:line
@@ -245,7 +256,7 @@ def _sweep_range(text: str, calc, root) -> tuple[str, float, float]:
         raise InputError("--sweep", f"{text!r} is not NAME=LO..HI (e.g. --sweep decode_batch=1..512)")
     from engine.numeric.calculators import Graph
 
-    graph = Graph(compiled.load(root))
+    graph = Graph(compiled.load(root, strict=False))
     if not graph.known(name):
         raise InputError("--sweep", f"{name} is not a formula symbol")
     unit = graph.spec(name)["unit"]

@@ -12,16 +12,26 @@ from engine.numeric.evaluate import FormulaResult, evaluate
 
 def run(args) -> int:
     root = root_of(args)
-    module = compiled.load(root)
-    fid = formula_id(args.id, module.FORMULAS)
+    module = compiled.load(root, strict=False)  # a formula refused elsewhere stops only itself (#24)
+    fid = formula_id(args.id, module.FORMULAS, module)
     result = evaluate(module.FORMULAS[fid], module, parse_sets(args.sets))
     emit(render(result, module.FORMULAS[fid], args.format))
     return 0
 
 
-def formula_id(text: str, table_: dict) -> str:
-    """``f8`` and ``F8`` name F8; anything not in the compiled table is an InputError."""
+def formula_id(text: str, table_: dict, module=None) -> str:
+    """``f8`` and ``F8`` name F8; a formula ``module`` was compiled without is its broken record (KnowledgeError,
+    #24), anything else not in the compiled table an InputError. Another refused formula is one warning."""
     fid = text.strip().upper()
+    refused = compiled.refused_problems(module) if module is not None else []
+    if fid not in table_ and refused:
+        error = compiled.refused_error(module, fid)
+        if error is not None:
+            raise error
+    if refused and fid in table_:
+        from engine.kb.folders import warn_ignored
+
+        warn_ignored(refused)
     if fid not in table_:
         from engine.core.suggest import known
 

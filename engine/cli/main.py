@@ -311,7 +311,7 @@ def _calculators(verbs, Parser, raw, root: str | None, argv: list[str]) -> None:
 
     root = root_of(SimpleNamespace(root=root))
     records, problems = read_calculators(root)  # a broken calculator does not take the others down (#24)
-    module = compiled.load(root)
+    module = compiled.load(root, strict=False)  # a refused formula stops only the calculators that need it (#24)
     calc = verbs.add_parser("calc", help=CALC_HELP, description=CALC_DESCRIPTION)
     cverbs = calc.add_subparsers(dest="action", metavar="CALCULATOR", parser_class=Parser)
     cverbs.required = True

@@ -82,7 +82,11 @@ class _Context:
         if self._module is None:
             from engine.numeric import compiled
 
-            self._module = compiled.load(self.root)
+            self._module = compiled.load(self.root, strict=not self.lenient)  # arch show: refused formulas fail only the runs needing them
+            if self.lenient:
+                from engine.numeric.calculators import graph_of
+
+                graph_of(self._module).warn_refused()
         return self._module
 
     def device(self, ident: str, precision: str = "bf16") -> dict:

@@ -132,7 +132,7 @@ def problems(k) -> list[Problem]:
             if not ok:
                 bad(path, f"refers to {target}, which does not exist")
         if r.get("compute") and all(ok for _, _, ok in wanted if _.startswith("compute")):
-            module = module or compiled.memoised(k.root)
+            module = module or compiled.for_knowledge(k)  # the formulas that load (a refused one is its own problem)
             try:
                 expectation(r, module)
             except AiinfraError as e:

@@ -31,7 +31,7 @@ def problems(k) -> list[Problem]:
         calc = Calculator.from_record(rec)
         if place and Path(place.rsplit(":", 1)[0]).stem != calc.name:
             out.append(Problem(place, cid, "id", f"the file should be named {calc.name}.yaml"))
-        broken = graph.unproduced_error(calc, place)
+        broken = graph.unproduced_error(calc, place, refused_first=False)  # then: a refused formula its chain needs (#24)
         out += record_error(k.root, calc, broken).problems if broken is not None else []
         for name, spec in calc.inputs.items():
             if not graph.known(name):
@@ -84,8 +84,9 @@ def _example_problems(place: str, cid: str, j: int, calc: Calculator, module, ex
 
     from engine.core.errors import AiinfraError
 
-    if graph_of(module).unproduced(calc):
-        return []  # reported above: an output no formula produces
+    graph = graph_of(module)
+    if graph.unproduced(calc) or graph.needs_refused(calc, place):
+        return []  # reported above: an output no formula produces, a refused formula its chain needs
     try:
         result = run(calc, module, dict(ex["set"]))
     except AiinfraError as exc:

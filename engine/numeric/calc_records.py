@@ -96,6 +96,12 @@ class Graph:
             self.units.setdefault(meta["output"]["symbol"], meta["output"]["unit"])
         self._upstream: dict[tuple, frozenset] = {}  # the graph never changes: both walks are kept
         self._reach: dict[tuple, tuple] = {}
+        # formulas the module was compiled without (engine.numeric.compiled.build_source): output symbol -> (id, problems)
+        refused = getattr(module, "REFUSED", {})
+        self.refused: dict[str, tuple[str, list[Problem]]] = {meta["symbol"]: (fid, [Problem(*p) for p in meta["problems"]]) for fid, meta in refused.items()}
+        # symbols only refused formulas declare (no meaning without them): name -> the refused formula's output symbol
+        self.orphans: dict[str, str] = {n: meta["symbol"] for meta in refused.values() for n in meta.get("symbols", ())
+                                        if not self.known(n) and n not in self.refused}
 
     def spec(self, name: str) -> dict:
         if name in self.symbols:
@@ -108,11 +114,57 @@ class Graph:
         fields = (("outputs", calc.outputs), ("optional_outputs", calc.optional_outputs))
         return [(f"{f}[{j}]", name) for f, names in fields for j, name in enumerate(names) if name not in self.producer]
 
-    def unproduced_error(self, calc: Calculator, place: str = "") -> KnowledgeError | None:
-        """The broken record a calculator with an output nobody produces is (None when every output has a producer)."""
-        problems = [Problem(place or "/".join(FOLDER + (f"{calc.name}.yaml",)), calc.id, path, f"{name} is not produced by any formula")
-                    for path, name in self.unproduced(calc)]
+    def unproduced_error(self, calc: Calculator, place: str = "", refused_first: bool = True) -> KnowledgeError | None:
+        """The broken record a calculator with an output nobody produces is (None when every output has a producer);
+        before (``refused_first``: a run) or after that rule (``aiinfra check``), the refused formulas its chain needs."""
+        place = place or "/".join(FOLDER + (f"{calc.name}.yaml",))
+
+        def unproduced() -> list[Problem]:
+            return [Problem(place, calc.id, path, f"{name} is not produced by any formula") for path, name in self.unproduced(calc)]
+
+        if refused_first:
+            problems = self.needs_refused(calc, place) or unproduced()
+        else:
+            problems = unproduced() or self.needs_refused(calc, place)
         return KnowledgeError(problems) if problems else None
+
+    def needs_refused(self, calc: Calculator, place: str) -> list[Problem]:
+        """One problem per refused formula (left out of the compiled module) that ``calc`` needs: at the first output
+        whose chain reaches it, else at an input only that formula declares; the formula's own problem is in the message."""
+        if not self.refused:
+            return []
+        orphans = [(f"inputs[{i}]", n) for i, n in enumerate(calc.inputs) if n in self.orphans]
+        if not orphans and not self.refused.keys() & self.reach(calc)[1]:
+            return []
+        out, named = [], set()
+        fields = (("outputs", calc.outputs), ("optional_outputs", calc.optional_outputs))
+        for path, name in ((f"{f}[{j}]", name) for f, names in fields for j, name in enumerate(names)):
+            one = Calculator(calc.id, "", "", [], [], calc.inputs, [name])
+            for symbol in sorted(self.refused.keys() & self.reach(one)[1] - named):
+                named.add(symbol)
+                out.append(Problem(place, calc.id, path, self.refused_text(name, symbol)))
+        for path, name in orphans:
+            if self.orphans[name] not in named:
+                named.add(self.orphans[name])
+                out.append(Problem(place, calc.id, path, self.refused_text(None, name)))
+        return out
+
+    def refused_text(self, name: str | None, symbol: str) -> str:
+        """``NAME needs SYMBOL from FX5, which is refused: <FX5's first problem>`` (``needs SYMBOL ...`` without a name;
+        ``SYMBOL is declared only by FX5, ...`` for a symbol only the refused formula declares)."""
+        if symbol in self.orphans:
+            fid, problems = self.refused[self.orphans[symbol]]
+            return f"{symbol} is declared only by {fid}, which is refused: {problems[0]}"
+        fid, problems = self.refused[symbol]
+        head = f"{name} comes from {fid}" if name == symbol else f"{name + ' ' if name else ''}needs {symbol} from {fid}"
+        return f"{head}, which is refused: {problems[0]}"
+
+    def warn_refused(self) -> None:
+        """The refused formulas a run did not need: one warning line on stderr (``aiinfra check`` lists them)."""
+        if self.refused:
+            from engine.kb.folders import warn_ignored
+
+            warn_ignored(sorted(p for _, problems in self.refused.values() for p in problems))
 
     def known(self, name: str) -> bool:
         return name in self.symbols or name in self.producer

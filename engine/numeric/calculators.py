@@ -45,6 +45,7 @@ from engine.numeric.calc_records import (
     Calculator,
     Graph,
     cached_records,
+    graph_of,
     load_records,
 )
 from engine.numeric.calc_run import run
@@ -56,6 +57,6 @@ MARKDOWN = None
 __all__ = [
     "FOLDER", "FORMULA_NUMBER", "LEFT_OUT", "MARKDOWN", "MAX_POINTS", "CalcResult", "Calculator", "Graph", "MissingInputs",
     "_Missing", "_Plan", "_boundaries", "_chain", "_condition", "_directions", "_point", "_ranking", "_refused", "_sampled", "_step",
-    "cached_records", "condition_error", "condition_function", "condition_source", "field_place", "load_records", "problems", "run",
+    "cached_records", "condition_error", "condition_function", "condition_source", "field_place", "graph_of", "load_records", "problems", "run",
     "sweep",
 ]

@@ -21,7 +21,7 @@ from time import monotonic as _monotonic
 
 import engine
 
-GENERATOR_VERSION = "3"  # 2: orderings (given, mono_given); 3: scaling shapes
+GENERATOR_VERSION = "4"  # 2: orderings (given, mono_given); 3: scaling shapes; 4: REFUSED (formulas left out)
 
 
 def cache_dir() -> str:
@@ -153,12 +153,29 @@ def _content(path: str) -> bytes:
     return data
 
 
-def load(root):
+def load(root, strict: bool = True):
     """The compiled module for ``root``: from the private cache when intact, built on a miss.
 
-    Raises KnowledgeError when the formula files have problems.
+    Raises KnowledgeError when the formula files have problems. With ``strict=False`` a module whose
+    refused formulas were left out (``REFUSED``, see ``build_source``) is returned: a command that runs
+    one calculator or tree refuses only those that need a refused formula (``refused_problems``).
     """
-    return module(_checked_key(root), lambda: _source(root))
+    return _strictly(module(_checked_key(root), lambda: _source(root)), strict)
+
+
+def refused_problems(mod) -> list:
+    """The problems of the formulas ``mod`` was compiled without (an empty list when none was refused)."""
+    from engine.core.errors import Problem
+
+    return sorted(Problem(*p) for meta in getattr(mod, "REFUSED", {}).values() for p in meta["problems"])
+
+
+def _strictly(mod, strict: bool):
+    if strict and getattr(mod, "REFUSED", None):
+        from engine.core.errors import KnowledgeError
+
+        raise KnowledgeError(refused_problems(mod))
+    return mod
 
 
 # ---------------------------------------------------------------------- in-process memo
@@ -191,20 +208,20 @@ def load_having(root, needed, what: str, where: str):
     return module
 
 
-def memoised(root):
-    """``load(root)``, kept in this process: an edit of a formula file is seen by the
+def memoised(root, strict: bool = True):
+    """``load(root, strict)``, kept in this process: an edit of a formula file is seen by the
     first call that starts FRESH_INTERVAL after it; ``forget()`` makes the next call check."""
     path = root if type(root) is str else os.fspath(root)
     path = path if os.path.isabs(path) else os.path.abspath(path)
     hit = _MEMO.get(path)
     now = _monotonic()
     if hit is not None and (now - hit[4] < FRESH_INTERVAL or _still_fresh(path, hit, now)):
-        return hit[3]
+        return _strictly(hit[3], strict)
     stamp, racy = _stamp(path)  # before the key: an edit in between shows at the next check
     key = _checked_key(path)
     mod = module(key, lambda: _source(path))
     _MEMO[path] = [stamp, racy, key, mod, now]
-    return mod
+    return _strictly(mod, strict)
 
 
 def forget(root=None) -> None:
@@ -352,19 +369,69 @@ def _store_code(key: str, code) -> None:
 
 
 def build_source(root) -> str:
-    """Load the formulas of ``root`` (strictly) and generate the module's source text."""
+    """Load the formulas of ``root`` and generate the module's source text.
+
+    A formula refused on its own (its expression, a symbol, its schema: it did not load, and its
+    output symbol is known and no other formula produces it) is left out and listed in the module's
+    ``REFUSED`` (id -> output symbol and problems), so one cached module serves both the strict
+    ``load`` (which raises them) and the commands that run one calculator or tree (#24). Any other
+    problem of the formula files (a file that does not read, a rule over several formulas) refuses
+    the whole module: KnowledgeError.
+    """
     from engine.kb.knowledge import Knowledge
 
     knowledge = Knowledge.load(root, strict=False)
     formula_problems = [p for p in knowledge.problems if p.place.startswith("formulas/") or p.place == str(root)]
-    if formula_problems:
+    refused = _left_out(root, knowledge.formulas, formula_problems) if formula_problems else {}
+    if refused is None:
         from engine.core.errors import KnowledgeError
 
         raise KnowledgeError(formula_problems)
-    return generate(knowledge.formulas)
+    return generate(knowledge.formulas, refused)
 
 
-def generate(formulas) -> str:
+def _left_out(root, formulas, problems) -> dict | None:
+    """{id: {"symbol", "symbols", "problems"}} when every one of ``problems`` belongs to a formula that did not load
+    and whose output symbol (read from its record) no loaded formula produces; None otherwise. ``symbols``: the
+    names its record declares (a symbol only it declares means nothing to a tree or calculator without it)."""
+    import os.path
+
+    from engine.kb.yamlio import load_yaml
+
+    loaded = {f.id for f in formulas}
+    produced = {f.output.symbol for f in formulas}
+    by_id: dict[str, list] = {}
+    files: set[str] = set()
+    for p in problems:
+        if not p.place.startswith("formulas/") or not p.id or p.id in loaded or p.id.startswith("["):
+            return None
+        by_id.setdefault(p.id, []).append(p)
+        files.add(p.place.split(":", 1)[0])
+    symbols: dict[str, set] = {fid: set() for fid in by_id}
+    declared: dict[str, set] = {fid: set() for fid in by_id}
+    for display in sorted(files):
+        data, trouble = load_yaml(os.path.join(os.fspath(root), display), display)
+        if trouble or not isinstance(data, list):
+            return None
+        for raw in data:
+            fid = str(raw.get("id")) if isinstance(raw, dict) else None
+            if fid in symbols:
+                output = raw.get("output")
+                symbol = output.get("symbol") if isinstance(output, dict) else None
+                symbols[fid].add(symbol if isinstance(symbol, str) else None)
+                names = raw.get("symbols")
+                if isinstance(names, dict):
+                    declared[fid].update(n for n in names if isinstance(n, str) and n.isidentifier())
+    out = {}
+    for fid, found in symbols.items():
+        symbol = found.pop() if len(found) == 1 else None
+        if not isinstance(symbol, str) or not symbol.isidentifier() or symbol in produced:
+            return None
+        out[fid] = {"symbol": symbol, "symbols": sorted(declared[fid]), "problems": [list(p) for p in by_id[fid]]}
+    return out
+
+
+def generate(formulas, refused: dict | None = None) -> str:
     from engine.core import codegen
 
     formulas = list(formulas)
@@ -418,8 +485,35 @@ def generate(formulas) -> str:
             "metric": f.metric,
         }
     # repr, not pprint.pformat: the same literal (repr of every value, in order), 20x faster to write (0.3 s of a cold build)
-    lines.append("FORMULAS = " + repr(table))
+    if refused:  # FORMULAS[a refused id] is that formula's broken record (exit 1 at its file:line), not a KeyError
+        lines += [_REFUSED_TABLE, "FORMULAS = _Formulas(" + repr(table) + ")"]
+    else:
+        lines.append("FORMULAS = " + repr(table))
+    lines.append("REFUSED = " + repr(dict(refused or {})))  # formulas left out: id -> {"symbol", "problems"} (build_source)
     return "\n".join(lines) + "\n"
+
+
+_REFUSED_TABLE = '''
+class _Formulas(dict):
+    __slots__ = ()
+
+    def __missing__(self, fid):
+        if fid in REFUSED:
+            from engine.core.errors import KnowledgeError, Problem
+
+            raise KnowledgeError(sorted(Problem(*p) for p in REFUSED[fid]["problems"]))
+        raise KeyError(fid)
+'''
+
+
+def refused_error(mod, fid: str):
+    """The broken record formula ``fid`` is when ``mod`` was compiled without it (KnowledgeError), else None."""
+    meta = getattr(mod, "REFUSED", {}).get(fid)
+    if meta is None:
+        return None
+    from engine.core.errors import KnowledgeError, Problem
+
+    return KnowledgeError(sorted(Problem(*p) for p in meta["problems"]))
 
 
 def _symbolic_parts(formulas: list) -> list[list]:
@@ -452,14 +546,15 @@ def for_knowledge(k):
     root's formula files have problems (then no command would load it)."""
     root = getattr(k, "root", None)
     bad = [p for p in k.problems if p.place.startswith("formulas/") or p.place == str(root)]
-    if root is None or bad or not os.path.isdir(root):
-        return from_formulas(k.formulas)
+    if root is None or bad or not os.path.isdir(root):  # a formula refused on its own is named in REFUSED (build_source)
+        return from_formulas(k.formulas, _left_out(root, k.formulas, bad) if bad and root is not None and os.path.isdir(root) else None)
     return module(content_hash(root), lambda: generate(k.formulas))
 
 
-def from_formulas(formulas):
-    """A compiled module for already-loaded formulas (used by ``check``), cached by source hash."""
-    source = generate(formulas)
+def from_formulas(formulas, refused: dict | None = None):
+    """A compiled module for already-loaded formulas (used by ``check``), cached by source hash; ``refused``: the
+    formulas left out (``build_source``)."""
+    source = generate(formulas, refused)
     key = f"s{zlib.crc32(source.encode()):08x}{zlib.adler32(source.encode()):08x}"
     return module(key, lambda: source)
 

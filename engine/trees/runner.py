@@ -151,6 +151,7 @@ class Runner:
         names = self.symbols.names()
         texts = [b.when for node in tree.nodes.values() for b in node.branches]
         texts += [leaf.boundary["when"] for leaf in tree.leaves.values() if leaf.boundary]
+        self._refused(texts)
         try:
             compiled_conds = compile_conditions(texts, names)  # one cached module, not one parse per condition
         except ExprError as exc:
@@ -161,6 +162,25 @@ class Runner:
                 self.conds[(node.id, i)] = compiled_conds[b.when]
         self.boundaries = {k: compiled_conds[leaf.boundary["when"]] for k, leaf in tree.leaves.items() if leaf.boundary}
         self.allowed = self._allowed()
+
+    def _refused(self, texts: list[str]) -> None:
+        """A tree whose conditions or inputs need a formula the module was compiled without is a broken record
+        (#24: naming that formula's problem); a tree that needs none warns about them once and walks."""
+        graph = self.graph
+        if not graph.refused:
+            return
+        import re
+
+        words = {w for text in texts for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text)}
+        words |= {n.input for n in self.tree.nodes.values() if n.kind == "ask"} | set(self.tree.inputs) | set(self.tree.parameters)
+        words |= graph.upstream(sorted(words))
+        # one problem per refused formula: the output the tree needs, else a symbol only that formula declares
+        needed = {s: s for s in sorted(graph.refused.keys() & words)}
+        for name in sorted(graph.orphans.keys() & words):
+            needed.setdefault(graph.orphans[name], name)
+        if needed:
+            raise KnowledgeError([Problem(self.tree.where(), self.tree.id, "", graph.refused_text(None, s)) for s in needed.values()])
+        graph.warn_refused()
 
     def _allowed(self) -> set[str]:
         """Names --set may give: inputs, parameters, and every symbol the conditions' chains reach."""
@@ -423,4 +443,5 @@ def runner(root, ident: str, module=None) -> Runner:
         from engine.numeric.calculators import load_records
 
         calc_records = load_records(root)
-    return Runner(tree, module if module is not None else compiled.load(root), calc_records)
+    # lenient: a formula refused elsewhere in the root stops only the trees that need it (Runner._refused, #24)
+    return Runner(tree, module if module is not None else compiled.load(root, strict=False), calc_records)

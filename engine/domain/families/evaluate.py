@@ -14,7 +14,7 @@ def formula_module(root=None):
 
     if root is None or not os.path.isdir(os.path.join(os.fspath(root), "formulas")):
         root = shipped_root()
-    return compiled.load(root)
+    return compiled.load(root, strict=False)  # a refused formula stops only the counts that evaluate it (#24)
 
 
 class Evaluator:
@@ -30,6 +30,11 @@ class Evaluator:
         if fid not in self.used:
             self.used.append(fid)
         if fid not in self.module.FORMULAS:  # a root of its own whose formulas/ predates the record
+            from engine.numeric.compiled import refused_error
+
+            refused = refused_error(self.module, fid)
+            if refused is not None:  # a formula of this root that does not load (#24): its broken record
+                raise refused
             raise InputError("--root", f"its formulas lack {fid}, which parameter counts need (formulas/model.yaml of the shipped root has it)")
         result = evaluate(self.module.FORMULAS[fid], self.module, given)
         (value,) = (o.value for o in result.outputs.values())
