@@ -97,7 +97,7 @@ def run(args) -> int:
     try:
         return _calculate(args, calc, root, sets)
     except InputError as exc:
-        raise _format_hint(exc, sets) from None
+        raise _device_gap(_format_hint(exc, sets), args, root, calc.id) from None
 
 
 def _calculate(args, calc, root, sets: dict) -> int:
@@ -198,6 +198,46 @@ def _format_hint(exc: InputError, sets: dict) -> InputError:
     if flag is None or value.partition(":")[0] not in names or (flag == "--precision" and ":" in value):
         return exc
     return InputError(exc.field, f"{exc.message} (did you mean {flag} {value}?)")
+
+
+# A value --device fills from its record (engine.domain.presets.device_values) and what the record then lacks: where
+# the record states none (no TDP is published for Cloud TPUs, Trainium, Inferentia; GH200's module power is not a GPU
+# TDP), a missing input is the device's limit, said as such, not a request for a value the record should hold (#28).
+DEVICE_FILLS = {"gpu_tdp": ("no TDP", "W")}
+
+
+def _device_gap(exc: InputError, args, root, calc_id: str) -> InputError:
+    """``exc`` reworded where an input it asks for is one --device fills and the device's record states none."""
+    device = getattr(args, "device", None)
+    if not device or getattr(args, "system", None):
+        return exc
+    asked = [f.strip().removeprefix("--set ") for f in exc.field.split(",")] if exc.field.startswith("--set ") else []
+    gaps = [s for s in asked if s in DEVICE_FILLS]
+    if not gaps:
+        return exc
+    from engine.domain import presets as preset_mod
+
+    try:
+        filled = preset_mod.cached(root, None, device, args.precision, calc_id)
+    except InputError:
+        return exc
+    gaps = [s for s in gaps if s not in filled]
+    if not gaps:
+        return exc
+    name = device.strip().removeprefix("hw:")
+    why = {s: f"{name} states {DEVICE_FILLS[s][0]} (aiinfra hardware show {name} says why)" for s in gaps}
+    if len(asked) == 1:
+        symbol = gaps[0]
+        return InputError("--device", f"{why[symbol]}, and {calc_id} needs {symbol}: give --set {symbol}={DEVICE_FILLS[symbol][1]}"
+                                      f" for the card you mean, or --system for a system record's")
+    lines = exc.message.splitlines()
+    for i, line in enumerate(lines):
+        for symbol in gaps:
+            if line.startswith(f"  --set {symbol} "):
+                lines[i] = f"{line}; {why[symbol]}"
+    exc.args = tuple("\n".join(lines) if a == exc.message else a for a in exc.args)  # MissingInputs prints its lines alone
+    exc.message = "\n".join(lines)
+    return exc
 
 
 def _storage_presets(args, root, sets: dict, presets: dict) -> dict[str, str]:

@@ -39,3 +39,29 @@ def test_bad_input_is_one_line_exit_2(capsys, bad, field):
     code, out, err = run([*EXAMPLE, "--set", bad], capsys)
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and field in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [[*EXAMPLE[:2], "--model", "qwen3-8b", "--set", "batch_size=8", "--set", "prompt_tokens=1024",
+                                    "--set", "avg_output_tokens=256"],
+                                   ["calc", "power-tco", "--set", "n_gpus=64", "--set", "gpus_per_node=8", "--set", "node_overhead_power=4kW",
+                                    "--set", "capex_per_gpu=30000USD", "--set", "electricity_price=0.1USD/kWh"]])
+def test_a_device_that_states_no_tdp_is_named_as_the_limit(argv, capsys):
+    # issue 28: tpu-v5e's record states no TDP (Google publishes none), so the run asked 'needs a value for gpu_tdp
+    # (... --device fills it)' as if the record should hold one; it names the device's gap and the way round it
+    code, out, err = run([*argv, "--device", "tpu-v5e"], capsys)
+    assert code == 2 and out == ""
+    assert err == (f"aiinfra: error: --device: tpu-v5e states no TDP (aiinfra hardware show tpu-v5e says why), and calc:{argv[1]} needs "
+                   "gpu_tdp: give --set gpu_tdp=W for the card you mean, or --system for a system record's\n")
+    code, out, err = run([*argv, "--device", "tpu-v5e", "--set", "gpu_tdp=200W", "--format", "json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)["inputs"]["gpu_tdp"]["value"] == 200
+
+
+def test_one_of_several_missing_inputs_names_the_device_gap_on_its_line(capsys):
+    code, out, err = run(["calc", "power-tco", "--device", "trainium2", "--set", "n_gpus=64", "--set", "gpus_per_node=8",
+                          "--set", "node_overhead_power=4kW", "--set", "capex_per_gpu=30000USD"], capsys)
+    assert code == 2 and out == ""
+    lines = err.splitlines()
+    assert lines[0] == "aiinfra: error: calc:power-tco needs 2 inputs (give each with --set NAME=VALUE):"
+    assert lines[1].startswith("  --set gpu_tdp (W, ") and lines[1].endswith("; trainium2 states no TDP (aiinfra hardware show trainium2 says why)")
+    assert lines[2].startswith("  --set electricity_price (USD/kWh, ")
