@@ -54,7 +54,7 @@ def list_(args) -> int:
     if args.format == "json":
         emit(to_json(rows))
     else:
-        emit(table(rows, _LIST_COLUMNS, args.format))
+        emit(table(rows, _LIST_COLUMNS, args.format, droppable=("title_zh", "trains", "serves", "upgrade")))  # narrow terminals lose these first
     return 0
 
 

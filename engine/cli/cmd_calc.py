@@ -442,9 +442,10 @@ def render(result, fmt: str, explain: bool = False) -> str:
     shown = table(rows, heads, "md" if md else "text", None if explain else TERMINAL)
     lines += [shown, ""]
     if not md and not explain and shown != table(rows, heads, "text", None):  # sources cut to the terminal's width
-        lines[-1:] = [f"(sources shortened to fit {terminal_width()} columns: --explain prints them whole, as --format json does)", ""]
+        lines[-1:] = [f"(sources shortened to fit {terminal_width()} columns: --explain or json prints them whole)", ""]
     rows = [dict(name=n, value=value_range(v), unit=v.unit, friendly=friendly(v.value, v.unit), method=v.method) for n, v in result.outputs.items()]
-    lines += [table(rows, [("name", "output"), ("value", "value"), ("unit", "unit"), ("friendly", ""), ("method", "range")], "md" if md else "text"), ""]
+    lines += [table(rows, [("name", "output"), ("value", "value"), ("unit", "unit"), ("friendly", ""), ("method", "range")], "md" if md else "text",
+                    droppable=("method",)), ""]  # exact/sampled goes first on a narrow terminal
     lines.append("Formulas: " + " -> ".join(result.formulas))
     if result.ranking:
         lines += ["", "### What drives each range" if md else "What drives each range (share of the output's swing, one input at a time):"]

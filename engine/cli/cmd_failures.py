@@ -61,7 +61,7 @@ def list_(args) -> int:
         rows.append(dict(id=ident.split(":", 1)[1], name=r["name"], days=r["period"]["days"], gpus=r["gpus"]["count"], total=counts["total"],
                          unexpected=counts.get("unexpected", "-"), categories=len(r["categories"]),
                          job_mtbf_h=round(failures.job_mtbf_s(r) / 3600, 3) if counts.get("unexpected") else "-"))
-    emit(table(rows, LIST_COLUMNS, args.format))
+    emit(table(rows, LIST_COLUMNS, args.format, droppable=("categories", "total")))  # narrow terminals lose these first
     return 0
 
 
@@ -101,7 +101,7 @@ def _document(record: dict, figures: list[dict], notes: list[str], md: bool) -> 
                  share_pct="-" if f["share"] is None else f"{100 * f['share']:.1f}",
                  mtbf_h="-" if f["mtbf_s"] is None else f"{f['mtbf_s'] / 3600:.2f}",
                  per_gpu_years="-" if f["per_gpu_mtbf_s"] is None else f"{f['per_gpu_mtbf_s'] / YEAR_S:.2f}") for f in figures]
-    out += ["", table(rows, SHOW_COLUMNS, "md" if md else "text")]
+    out += ["", table(rows, SHOW_COLUMNS, "md" if md else "text", droppable=("printed", "component"))]  # narrow terminals lose these first
     if notes:
         out += ["", "## Printed shares off count/base" if md else "Printed shares off count/base:"] + [f"- {n}" for n in notes]
     row_notes = [f"- {r['name']}: {r['note']}" for r in record["categories"] if r.get("note")]

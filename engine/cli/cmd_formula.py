@@ -20,7 +20,7 @@ def list_(args) -> int:
     cols = [("id", "id"), ("section", "section"), ("name", "name"), ("output", "output"), ("unit", "unit"), ("defined_in", "defined in")]
     if args.format in ("json", "csv"):
         cols += [("name_zh", "name_zh"), ("variants", "variants")]
-    emit(table(rows, cols, args.format))
+    emit(table(rows, cols, args.format, droppable=("section", "defined_in", "unit")))  # narrow terminals lose these first
     return 0
 
 

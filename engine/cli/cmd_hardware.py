@@ -25,7 +25,7 @@ def list_(args) -> int:
     k = _devices_of(args)
     rows = [_list_row(d) for d in sorted(hardware.devices(k).values(), key=lambda d: (d.vendor, d.id))]
     columns = LIST_COLUMNS + (LIST_NUMBERS if args.format in ("json", "csv") else [])
-    emit(table(rows, columns, args.format, droppable=("name", "vendor", "per")))  # the id names the device; narrow terminals lose these first
+    emit(table(rows, columns, args.format, droppable=("name", "vendor", "tdp", "counted_as", "fp8")))  # the id names the device; narrow terminals lose these first
     return 0
 
 
@@ -103,7 +103,7 @@ def _document(d: hardware.Device, md: bool) -> str:
     if d.tdp_w:
         tdp = d.record["tdp"]
         out.append(f"TDP: {tdp['value']}" + (f" ({tdp['note']})" if tdp.get("note") else "") + f" [{tdp['source']}]")
-    out += ["", "## Peaks" if md else "Peaks:", table(_peak_rows(d), PEAK_COLUMNS, fmt)]
+    out += ["", "## Peaks" if md else "Peaks:", table(_peak_rows(d), PEAK_COLUMNS, fmt, droppable=("unit",))]
     if d.measured:
         rows = [dict(kind=m.kind, precision=m.precision, ratio=_ratio(m.low, m.high), workload=m.workload, source=m.source) for m in d.measured]
         out += ["", "## Measured (achieved / peak)" if md else "Measured (achieved / peak):",
@@ -111,7 +111,8 @@ def _document(d: hardware.Device, md: bool) -> str:
     if d.record.get("measured_collectives"):
         rows = [dict(m, library=m.get("library", "")) for m in d.record["measured_collectives"]]
         out += ["", "## Measured collectives (nccl-tests busBw)" if md else "Measured collectives (nccl-tests busBw):",
-                table(rows, [(c, c.replace("_", " ")) for c in ("op", "algorithm", "ranks", "message", "bus_bandwidth", "library", "system", "source")], fmt)]
+                table(rows, [(c, c.replace("_", " ")) for c in ("op", "algorithm", "ranks", "message", "bus_bandwidth", "library", "system", "source")], fmt,
+                      droppable=("library", "algorithm"))]
     out += ["", "## Sources" if md else "Sources:"] + [f"- {s}" for s in d.sources]
     if d.notes:
         out += ["", f"Notes: {d.notes}"]
@@ -147,7 +148,7 @@ def audit(args) -> int:
         emit(to_json({"audited_precisions": list(hardware.AUDIT_PRECISIONS), "audited_fields": dict(hardware.AUDIT_FIELDS),
                          "sparse_rules": hardware.SPARSE_RULES, "devices": rows}))
         return 0
-    text = table(rows, AUDIT_COLUMNS, args.format)
+    text = table(rows, AUDIT_COLUMNS, args.format, droppable=("vendor", "sparse", "sources"))  # narrow terminals lose these first
     if args.format in ("text", "md"):
         text += ("\n\n" "missing counts dense peaks, fields and source gaps; an absent precision may be one the chip has no path for "
                  "(no FP8 on A100). Precisions audited: " + ", ".join(hardware.AUDIT_PRECISIONS) + ". Fields: "

@@ -32,7 +32,8 @@ def list_(args) -> int:
         cols += [("name", "name"), ("matches", "matches")]
     else:
         rows = [{**r, "parameters": billions(r["parameters"]), "active": billions(r["active"])} for r in rows]
-    emit(table(rows, cols, args.format) if rows or args.format in ("json", "csv") else "no models")
+    text = table(rows, cols, args.format, droppable=("hidden", "layers", "attention"))  # narrow terminals lose these first
+    emit(text if rows or args.format in ("json", "csv") else "no models")
     return 0
 
 

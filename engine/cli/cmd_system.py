@@ -78,7 +78,8 @@ def list_(args) -> int:
     rows = [_row(r, hardware) for _, r in sorted(found.items())]
     if args.format != "json":  # JSON keeps null for a figure no vendor document gave
         rows = [{key: "-" if value is None else value for key, value in row.items()} for row in rows]
-    emit(table(rows, LIST_COLUMNS + (LIST_NUMBERS if args.format in ("json", "csv") else []), args.format))
+    emit(table(rows, LIST_COLUMNS + (LIST_NUMBERS if args.format in ("json", "csv") else []), args.format,
+               droppable=("rack_units", "storage_nics", "cpus", "system_memory", "compute_nics", "max_power")))  # narrow terminals lose these first
     return 0
 
 

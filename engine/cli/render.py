@@ -72,6 +72,22 @@ def _text(rows, columns, width: int | None = None) -> str:
 
 
 _NUMBER = re.compile(r"[-+~≈<>]?[.\d]")
+_BETWEEN = frozenset({"=", "±", "..", "x", "×", "/", "-", "–", "to"})  # what may join two quantities in one number cell
+
+
+def _numeric(cell: str) -> bool:
+    """Whether ``cell`` is a number, with its units: '1.133e11', '105.5 GiB = 113.3 GB', '2.56 ktokens/s', '8x b200'. Each
+    word is a number, a unit (ASCII) right after one, or a joining sign; '192x Huawei Kunpeng (Arm)' and '64–128 卡训练集群'
+    start with a number and are prose."""
+    after_number = False
+    for i, word in enumerate(cell.split()):
+        if _NUMBER.match(word):
+            after_number = True
+        elif (after_number and all(ch.isascii() or ch in "µ°·²³" for ch in word)) or (i and word in _BETWEEN):
+            after_number = False
+        else:
+            return False
+    return bool(cell.strip())
 
 
 def _fitted(cells: list[list[str]], widths: list[int], width: int) -> list[int]:
@@ -81,7 +97,7 @@ def _fitted(cells: list[list[str]], widths: list[int], width: int) -> list[int]:
     floors = []
     for i, natural in enumerate(widths):
         body = [row[i] for row in cells[1:] if row[i] not in ("", "-")]
-        numbers = [display_width(c) for c in body if _NUMBER.match(c)]
+        numbers = [display_width(c) for c in body if _numeric(c)]
         prose = any(" " in c or not c.isascii() for c in body) and len(numbers) < len(body)
         floors.append(min(natural, max(NARROWEST, display_width(cells[0][i]), *numbers)) if prose else natural)
     out, excess = list(widths), sum(widths) + 2 * (len(widths) - 1) - width

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from engine.cli.render import table, to_json
 
 COLUMNS = [("id", "ID"), ("name", "Name"), ("n", "N")]
@@ -176,7 +178,7 @@ def test_calc_sources_fit_the_terminal_and_explain_prints_them_whole(monkeypatch
     out = capsys.readouterr().out
     table_lines = out.split("\n\noutput")[0].splitlines()[2:]
     assert table_lines and max(len(line) for line in table_lines) <= 100
-    assert "(sources shortened to fit 100 columns: --explain prints them whole" in out
+    assert "(sources shortened to fit 100 columns: --explain or json prints them whole)" in out
     assert main(argv + ["--explain"]) == 0
     out = capsys.readouterr().out
     assert "empirical-vllm-memory-results.md" in out and "shortened" not in out
@@ -196,3 +198,44 @@ def test_hardware_list_fits_100_columns_by_leaving_out_name_and_vendor(monkeypat
     monkeypatch.setenv("COLUMNS", "200")
     assert main(["hardware", "list"]) == 0
     assert capsys.readouterr().out.split()[:3] == ["id", "vendor", "name"]  # wide enough: every column
+
+
+def test_a_cell_that_starts_with_a_number_and_goes_on_in_words_is_free_text(monkeypatch):
+    """'192x Huawei Kunpeng (Arm)' and '64–128 卡训练集群' start with a digit; before, any cell did that counted as a number
+    and was never shortened (system list was 189 columns, arch list 144, at COLUMNS=80). A number with its units stays whole."""
+    from engine.cli.render import _numeric
+
+    assert [_numeric(c) for c in ("1.133e11", "105.5 GiB = 113.3 GB", "2.56 ktokens/s", "8x b200", "12 288", "3 µs")] == [True] * 6
+    assert [_numeric(c) for c in ("192x Huawei Kunpeng (Arm)", "64–128 卡训练集群", "2x400Gb/s (2 ports each)", "exact", "-")] == [False] * 5
+    monkeypatch.setenv("COLUMNS", "30")
+    rows = [{"id": "gb200-nvl72", "cpus": "36x NVIDIA Grace (72 Arm Neoverse V2 cores each)", "mem": "13.4 TB = 12.19 TiB"}]
+    assert table(rows, [("id", "id"), ("cpus", "CPUs"), ("mem", "memory")], "text").splitlines()[2] == "gb200-nvl72  36x NVI…  13.4 TB = 12.19 TiB"
+
+
+LISTS = [["formula", "list"], ["model", "list"], ["hardware", "list"], ["hardware", "audit"], ["arch", "list"], ["system", "list"],
+         ["failures", "list"], ["failures", "show", "llama3-405b"], ["hardware", "show", "h100-sxm"], ["calc", "list"], ["tree", "list"],
+         ["path", "list"], ["lab", "list"],
+         ["calc", "kv-concurrency", "--model", "qwen3-8b", "--device", "h200", "--set", "context_tokens=8192"],
+         ["calc", "training-memory", "--model", "llama-3.1-70b", "--device", "h100-sxm", "--set", "tp_size=8", "--set", "pp_size=4",
+          "--set", "dp_size=32", "--set", "zero_stage=1", "--set", "recompute=selective", "--set", "seq_len=4096", "--set", "micro_batch=1"]]
+
+
+@pytest.mark.parametrize("argv", LISTS, ids=[" ".join(a[:2]) for a in LISTS])
+def test_every_table_of_the_listing_commands_fits_80_columns(argv, monkeypatch, capsys):
+    """Issue 28: at COLUMNS=80 formula list was 96 columns, model list 94, hardware list 95, hardware audit 112, arch list 144,
+    system list 189, failures list 99, calc's outputs 81-82, hardware show's peaks 83: after the free text is shortened, the
+    columns each command names go (section, hidden, vendor, ...), every id whole. Each table: its header, the dashes and
+    the rows up to the next blank line."""
+    import re
+
+    from engine.cli.main import main
+    from engine.cli.render import display_width
+
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    seps = [i for i, line in enumerate(lines) if i and re.fullmatch(r"-+(  -+)*", line)]
+    assert seps
+    for i in seps:
+        block = [lines[i - 1]] + [line for line in lines[i:][: next((k for k, x in enumerate(lines[i:]) if not x.strip()), None)]]
+        assert max(map(display_width, block)) <= 80, "\n".join(block[:4])
