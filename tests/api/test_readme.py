@@ -117,3 +117,36 @@ def test_the_readmes_counts_are_the_shipped_counts():
     claims = [(int(n), what) for n, what in re.findall(r"\b(\d+) (models|devices)\b", text)]
     assert claims, "the README states how many models ship"
     assert [(n, what) for n, what in claims if n != shipped[what]] == []
+
+
+# README line (its command, as commands() joins it) -> what its trailing comment says, as the command prints it
+STATED = {
+    "calc kv-concurrency --model qwen3-next-80b-a3b --device h100-sxm --set tp_size=4 --set context_tokens=32768":
+        (r"max_concurrent_requests\s+75\s", "75 requests"),
+    "state --model llama-3.1-70b --context 32768 --device b200 --weights nvfp4 --kv-cache fp8": (r"\b23 requests of ", "23 requests"),
+    "calc speculative-decoding --set spec_draft_len=5 --set spec_acceptance_rate=0.8 --set draft_cost_ratio=0":
+        (r"spec_tokens_per_step\s+3\.689\d*\s", "3.69 tokens per step"),
+    "plan --model llama-3.1-405b --device h100-sxm --gpus 16384 --global-batch 128 --seq 131072":
+        (r"\n1\s+8\s+16\s+16\s+\d+\s+8\s", "TP 8 CP 16 PP 16 DP 8"),
+    "scaling optimum --compute 5.76e23": (r"7\.225e10\s+1\.329e12", "72.2B parameters on 1.33T tokens"),
+    "scaling optimum --compute 5.76e23 --law hoffmann2022": (r"3\.219e10", "32.2B"),
+    "scaling band --params 7e9 --overhead 10%": (r"5\.262e10 \.\. 3\.976e11 tokens, 7\.517 \.\. 56\.79 tokens per parameter", "5.26e10 .. 3.98e11 tokens"),
+    "lab show 2": (r"4\.6875x", "4.69x slower"),
+}
+
+
+@pytest.mark.parametrize("command", sorted(STATED))
+def test_the_number_a_readme_comment_states_is_what_the_command_prints(command, capsys):
+    """Issue 28: the README's examples a user copies give the answer their comment says (exit 0 alone did not check it)."""
+    import shlex
+
+    from engine.cli.main import main
+
+    pattern, said = STATED[command]
+    line = next((c for c in commands() if c == f".venv/bin/aiinfra {command}"), None)
+    assert line is not None, f"the README no longer has: {command}"
+    comment = next(m for m in re.finditer(r"^\.venv/bin/aiinfra .*?(?=^\.venv|^```|\Z)", README.read_text(), re.M | re.S)
+                   if " ".join(m.group(0).replace("\\\n", " ").split("#")[0].split()) == line)
+    assert said in comment.group(0), f"the README's comment no longer says {said!r}"
+    assert main(shlex.split(command)) == 0
+    assert re.search(pattern, capsys.readouterr().out), f"{command}: the output does not show {said}"
