@@ -33,6 +33,7 @@ import numpy as np
 
 from engine.core.errors import InputError
 from engine.measure.generations import Unmapped
+from engine.plan.step_model import decode_step, dequant, per_layer, per_sequence, prefill_time, step_terms
 
 
 def terms(root, m) -> dict:
@@ -70,17 +71,9 @@ def terms(root, m) -> dict:
     fits = int(max(0.0, kv) // per_req) * ep if per_req > 0 else 10**9
     if fits < 1:
         raise Unmapped("the weights and one request's K/V do not fit this instance")
-    # per sequence in the batch (each EP attention group holds c / EP of them): FX131 FLOPs, FX132 K/V bytes, FX702 message
-    cd1 = float(f("FX131", decode_batch=1.0, infer_flops_per_token=c0["flops_decode"], tp_size=float(tp), peak_flops=1.0, mfu=1.0))
-    # the matrix products' share (FX30 without its attention term): 2 x active parameters per token, over TP x EP
-    lin1 = float(f("FX131", decode_batch=1.0, infer_flops_per_token=2.0 * s.params_active, tp_size=float(tp), peak_flops=1.0, mfu=1.0))
-    kv1 = float(f("FX132", weight_bytes=0.0, tp_size=1.0, decode_batch=1.0, context_tokens=c0["ctx"], kv_bytes_per_token_per_gpu=float(read_per_token(s, c0, tp)),
-                  hbm_bandwidth=1.0, mbu=1.0))
-    ar_n = float(f("FX703", comm_passes=1, layers=float(s.allreduce_layers or s.layers))) if tp > 1 else 0.0
-    ar1 = float(f("FX1", "allreduce", msg_bytes=f("FX702", batch_tokens=1.0, hidden=float(s.hidden)), ranks=float(tp))) if tp > 1 else 0.0
-    ep1 = 0.0
-    if s.expert_params and ep > 1:
-        ep1 = float(f("F19", comm_passes=1, top_k=float(s.top_k), hidden=float(s.hidden), ep_size=float(ep))) * (s.moe_layers or s.layers)
+    # per sequence in the batch (each EP attention group holds c / EP of them): FX131 FLOPs, FX132 K/V bytes, FX702 message,
+    # F19's All2All (engine.plan.step_model, the step plan serve's search times the same way)
+    st = {k: float(v) for k, v in step_terms(s, c0, f, tp, ep, read_per_token(s, c0, tp)).items()}
     experts = float(_experts(root, m.model)) if s.expert_params else 0.0
     # a closed-loop run of N requests: the client keeps ``clients`` of them in flight (its --max-concurrency; all N when it
     # states none) and starts each one's TTFT clock when it sends it; the engine runs as many as its K/V pages admit, the
@@ -88,13 +81,12 @@ def terms(root, m) -> dict:
     n = 0.0 if w.get("rate") else float(w.get("requests") or 0) / replicas
     want = _concurrency(w, replicas)
     clients = want if want else n
-    return dict(fixed=float(clients), rate=float(w.get("rate") or 0) / replicas, fits=float(fits), burst=n, run=float(w.get("requests") or 0) / replicas, stat=_STAT.get(m.statistic, -1.0), g=float(g), ep=float(ep), replicas=float(replicas),
-                output=float(s.output), prompt=float(s.prompt), ctx=float(c0["ctx"]), w_dense=w_dense, w_expert=w_expert, experts=experts, top_k=float(s.top_k),
-                cd1=lin1, ca1=max(cd1 - lin1, 0.0), kv1=kv1, ar_n=ar_n, ar_steps=2.0 * (tp - 1), ar1=ar1, ep1=ep1, cp=float(c0["flops_prefill"] * s.prompt / g),
-                layers=float(s.layers), moe_layers=float((s.moe_layers or s.layers) if s.expert_params else 0), peak=s.peak, hbm=s.hbm_bw, link=s.nvlink_bw, ep_link=s.nvlink_bw if g <= s.nvlink_domain else s.scaleout_bw,
-                budget=float(limit[0]), max_running=float(limit[1] or 10**9),
-                prefill_first=float(prefill_first(m.engine, m.engine_version)), on_demand=float(ENGINE_ADMISSION.get((m.engine or "").lower()) == "on-demand"),
-                dq=float(weight_only(prec, computed)), capped=bool(clients and fits < clients))
+    st.update(fixed=float(clients), rate=float(w.get("rate") or 0) / replicas, fits=float(fits), burst=n, run=float(w.get("requests") or 0) / replicas,
+              stat=_STAT.get(m.statistic, -1.0), g=float(g), replicas=float(replicas), output=float(s.output), ctx=float(c0["ctx"]), experts=experts,
+              budget=float(limit[0]), max_running=float(limit[1] or 10**9), prefill_first=float(prefill_first(m.engine, m.engine_version)),
+              on_demand=float(ENGINE_ADMISSION.get((m.engine or "").lower()) == "on-demand"), dq=float(weight_only(prec, computed)),
+              capped=bool(clients and fits < clients))
+    return st
 
 
 def instance(lay: dict, engine: str | None = None) -> tuple[int, int, int]:
@@ -241,38 +233,11 @@ def _concurrency(w: dict, replicas: int) -> float:
     return 0.0  # unstated: as many as fit (a max-throughput run)
 
 
-def _step(t, p, c):
-    """FX75's decode step of c sequences per instance: the weights the batch touches (a MoE layer reads the experts
-    the batch routes to: E (1 - (1 - k/E)^c) of E, balanced routing), their K/V, FX131 FLOPs; TP all-reduces; EP All2All."""
-    b = c / t["ep"]
-    touched = np.where(t["experts"] > 0, 1 - (1 - t["top_k"] / np.maximum(t["experts"], 1)) ** c, 1.0)
-    weights = t["w_dense"] + t["w_expert"] * touched
-    ar = t["ar_n"] * (t["ar_steps"] * p["ar_latency"] + b * t["ar1"] / (t["link"] * p["e_link"]))
-    # the matrix kernels (bound by their FLOPs or the weights they read) and the attention kernels (their FLOPs or the K/V
-    # they read) run one after the other: each kernel class its own roofline, the step their sum
-    matmul = np.maximum(b * t["cd1"] / (t["peak"] * p["e_decode"] * _dequant(t, p)), weights / (t["hbm"] * p["e_hbm"]))
-    attention = np.maximum(b * t["ca1"] / (t["peak"] * p["e_decode"]), b * t["kv1"] / (t["hbm"] * p["e_kv"]))
-    return matmul + attention + ar + b * t["ep1"] / (t["ep_link"] * p["e_link"]) + p["overhead"] + _per_layer(t, p) + c * _per_sequence(p)
-
-
-def _per_layer(t, p):
-    """The step's fixed cost per layer: overhead_layer x layers (each layer's kernels pay a launch, ramp-up and
-    synchronisation time whatever the batch, so a 126-layer model pays it 4 times as often as a 32-layer one) plus
-    overhead_moe x MoE layers (routing, top-k, token permutation and the grouped expert GEMMs: several more kernels per
-    layer, and the engines' MoE paths differ most); 0 under a calibration without them."""
-    out = p["overhead_layer"] * t["layers"] if "overhead_layer" in p and "layers" in t else 0.0
-    return out + (p["overhead_moe"] * t["moe_layers"] if "overhead_moe" in p and "moe_layers" in t else 0.0)
-
-
-def _per_sequence(p):
-    """The engine's host time per sequence in a step (scheduling, sampling, detokenising and streaming each request's
-    token: overhead_seq), 0 under a calibration without it."""
-    return p["overhead_seq"] if "overhead_seq" in p else 0.0
-
-
-def _dequant(t, p):
-    """The weight-only kernels' share of the matrix rate: e_dequant on a weight-only row (terms' dq = 1), else 1."""
-    return p["e_dequant"] ** t["dq"] if "e_dequant" in p and "dq" in t else 1.0
+# the step (engine.plan.step_model: one definition for validate, the simulation and plan serve's search)
+_step = decode_step
+_per_layer = per_layer
+_per_sequence = per_sequence
+_dequant = dequant
 
 
 def times(t: dict[str, np.ndarray], p: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -280,7 +245,7 @@ def times(t: dict[str, np.ndarray], p: dict[str, np.ndarray]) -> dict[str, np.nd
     e_prefill, e_decode, e_hbm, e_link, ar_latency (s per ring step), overhead (s per step), overhead_seq (s per
     sequence in a step), e_dequant (the share of the matrix rate weight-only kernels reach), overhead_layer and overhead_moe
     (s per layer and per MoE layer in a step)."""
-    prefill = t["cp"] / (t["peak"] * p["e_prefill"] * _dequant(t, p)) + t["ar_n"] * (t["ar_steps"] * p["ar_latency"] + t["prompt"] * t["ar1"] / (t["link"] * p["e_link"])) + p["overhead"] + _per_layer(t, p) + _per_sequence(p)
+    prefill = prefill_time(t, p)
     c = np.where(t["fixed"] > 0, t["fixed"], _slots(t))  # the clients in flight (as many as the engine runs when unstated)
     open_loop = t["rate"] > 0
     if open_loop.any():  # c = rate x E2E (FX81), iterated from one request in flight, on the open-loop rows alone
