@@ -119,7 +119,12 @@ def add_parsers(verbs, Parser, shared) -> None:
                    "for the device's generation, knowledge/calibration/fitted.json; 1 = the peak)")
     s.add_argument("--mbu", type=_float, metavar="F", help="share of peak HBM bandwidth decode reads reach (default: the serving "
                    "calibration's e_hbm for the device's generation; 1 = the datasheet bandwidth)")
-    s.add_argument("--allreduce-latency", metavar="T", help="FX50 latency per ring step of a TP all-reduce, e.g. 5us (default: FX50's 20us)")
+    s.add_argument("--allreduce-latency", metavar="T", help="FX50 latency per ring step of a TP all-reduce, e.g. 5us (with --step-model roofline; "
+                   "default: FX50's 20us)")
+    s.add_argument("--step-model", choices=("calibrated", "roofline"), help="how a step is timed: calibrated (default where a serving "
+                   "calibration exists and none of --mfu, --mbu, --allreduce-latency is given): validate's step, scored on published "
+                   "measurements, with the fitted efficiencies and the per-layer and per-MoE-layer costs of --engine; roofline: the "
+                   "book's FX75 max(compute at --mfu, HBM reads at --mbu) with FX50 ring all-reduces and no fixed cost")
     s.add_argument("--kv-link-bandwidth", type=_float, metavar="GB/s", help="split: KV transfer bandwidth per request in GB/s (default 50)")
     s.add_argument("--waterline", type=_float, metavar="F", help="FX87 capacity waterline (default: the record's 0.7)")
     s.add_argument("--no-split", action="store_true", help="co-located instances only (no prefill/decode pools)")
@@ -265,17 +270,19 @@ def serve_max_qps(args) -> int:
     pin = _serve_pin(args)
     mfu, mfu_note = _serve_mfu(args)
     mbu, mbu_note = _serve_efficiency(args, "mbu", args.mbu)
+    step = _serve_step(args)
     m = max_qps(root_of(args), args.model, args.device, args.gpus, executor=args.executor, workers=args.workers, tile_size=args.tile,
                 prompt=args.prompt, output=args.output, ttft=_seconds(args.ttft, "--ttft"), tpot=_seconds(args.tpot, "--tpot"),
                 nvlink_domain=args.nvlink_domain, max_batch=args.max_batch, max_ep=args.max_ep, mfu=mfu, mbu=1.0 if mbu is None else mbu,
                 allreduce_latency=latency, kv_link_bandwidth=link, waterline=args.waterline, split=not args.no_split, prune=args.prune,
-                weights=args.weights, kv_cache=args.kv_cache, precision=args.precision, pin=pin, dequant=_serve_dequant(args))
-    notes = tuple(n for n in (mbu_note, mfu_note) if n) + m.assumptions
+                weights=args.weights, kv_cache=args.kv_cache, precision=args.precision, pin=pin, dequant=_serve_dequant(args),
+                step=None if step is None else step.values)
+    notes = tuple(n for n in (step.note(args.device) if step else None, mbu_note, mfu_note) if n) + m.assumptions
     x = m.layout
     if args.format == "json":
         keep = ("mode", "tp", "ep", "batch", "tp_prefill", "gpus_per_instance", "replicas", "prefill_instances", "gpus_used", "goodput", "qps",
                 "output_tokens_per_s", "ttft", "tpot", "memory", "tokens_per_s_per_gpu", "user_tokens_per_s", "index")
-        emit(to_json({"max_qps": m.max_qps, "gpus": m.gpus, "layout": {k: x[k] for k in keep} if x else None, "binding": m.binding,
+        emit(to_json({"step_model": m.plan.step_model, "max_qps": m.max_qps, "gpus": m.gpus, "layout": {k: x[k] for k in keep} if x else None, "binding": m.binding,
                       "waterline": m.waterline, "points": m.plan.points, "feasible": m.plan.feasible, "assumptions": list(notes)}))
         return 0
     if x is None:
@@ -492,18 +499,19 @@ def serve(args) -> int:
     speculative = _speculative(args.speculative)
     mfu, mfu_note = _serve_mfu(args)
     mbu, mbu_note = _serve_efficiency(args, "mbu", args.mbu)
+    step = _serve_step(args)
     try:
         r = plan_serve(root_of(args), args.model, args.device, executor=args.executor, workers=args.workers, tile_size=args.tile, keep_rows=False,
                        prompt=args.prompt, output=args.output, ttft=_seconds(args.ttft, "--ttft"), tpot=_seconds(args.tpot, "--tpot"), demand=args.demand,
                        qps=args.qps, nvlink_domain=args.nvlink_domain, max_batch=args.max_batch, max_ep=args.max_ep, mfu=mfu, mbu=1.0 if mbu is None else mbu,
                        allreduce_latency=latency, kv_link_bandwidth=link, waterline=args.waterline, split=not args.no_split, prune=args.prune,
                        weights=args.weights, kv_cache=args.kv_cache, precision=args.precision, pin=pin, speculative=speculative,
-                       dequant=_serve_dequant(args))
+                       dequant=_serve_dequant(args), step=None if step is None else step.values)
     except InputError as exc:
         raise _speculative_flag(exc) from None
     calibrated = _serve_calibrated(args, pin) if r.pinned else None
     simulated = _serve_simulated(args, pin) if args.simulate else None
-    for note in (mbu_note, mfu_note):
+    for note in (step.note(args.device) if step else None, mbu_note, mfu_note):
         if note:
             r = _with_note(r, note)
     if args.svg:
@@ -514,7 +522,7 @@ def serve(args) -> int:
               + (f"{r.pruned_early:,} before evaluation, where {' and '.join(r.early_conditions)} fails for their TP x EP; " if r.early_conditions else "")
               + f"{after:,} after" + (f": {', '.join(f'{k} {v:,}' for k, v in sorted(r.tree_leaves.items()))}" if r.tree_leaves else "") + ")")
     if args.format == "json":
-        emit(to_json({"speculative": _speculative_json(r) if speculative is not None else None, "points": r.points, "feasible": r.feasible, "pruned_bound": r.pruned_bound, "pruned_tree": r.pruned_tree,
+        emit(to_json({"step_model": r.step_model, "speculative": _speculative_json(r) if speculative is not None else None, "points": r.points, "feasible": r.feasible, "pruned_bound": r.pruned_bound, "pruned_tree": r.pruned_tree,
                       "pruned_early": r.pruned_early, "early_conditions": list(r.early_conditions), "tree_leaves": r.tree_leaves, "tp_prefill": r.tp_prefill, "front": list(r.front), "best": r.best, "cheapest": r.cheapest,
                       "knee": r.front[knee(r.front)] if r.front else None, "reach": r.reach,
                       "min_gpus": r.min_gpus, "replicas": r.replicas, "tiles": r.tiles, "executor": r.executor, "assumptions": list(r.assumptions),
@@ -547,6 +555,26 @@ def _serve_mfu(args) -> tuple[float | None, str | None]:
     """--mfu, else the serving calibration's prefill efficiency for the device's generation (engine.cli.efficiency: one
     rule for every command), said in the notes; None without a calibration (plan serve then asks for --mfu)."""
     return _serve_efficiency(args, "mfu", args.mfu)
+
+
+def _serve_step(args):
+    """The calibrated step (engine.cli.efficiency.serve_step) unless the user times the step themselves: --step-model roofline,
+    or any of --mfu, --mbu, --allreduce-latency (their own figures are the book's FX75 roofline's inputs); None then, and
+    where there is no serving calibration (the roofline, as before)."""
+    from engine.cli.common import root_of
+    from engine.cli.efficiency import serve_step
+    from engine.core.errors import InputError
+
+    own = [flag for flag, v in (("--mfu", args.mfu), ("--mbu", args.mbu), ("--allreduce-latency", args.allreduce_latency)) if v is not None]
+    if args.step_model == "roofline" or (own and args.step_model is None):
+        return None
+    if own:
+        raise InputError("--step-model", f"calibrated takes its efficiencies and latencies from the calibration; drop {', '.join(own)} or give "
+                                         "--step-model roofline")
+    step = serve_step(root_of(args), args.device, args.engine)
+    if step is None and args.step_model == "calibrated":
+        raise InputError("--step-model", "calibrated needs a serving calibration (knowledge/calibration/fitted.json; aiinfra validate --write-baseline)")
+    return step
 
 
 def _serve_dequant(args) -> float | None:
@@ -695,9 +723,10 @@ def _serve_pinned_text(r, calibrated, args) -> str:
     from engine.measure import predict
 
     lines = []
+    model = "steady-state" if r.step_model == "calibrated" else "roofline"
     for x in r.pinned:
         meets = ", ".join(f"{k} {'ok' if v else 'MISSED'}" for k, v in x["meets"].items())
-        lines.append(f"pinned {x['mode']} TP {x['tp']} x EP {x['ep']}, batch {x['batch']}: roofline TTFT {1e3 * x['ttft']:.1f} ms (one prompt alone), "
+        lines.append(f"pinned {x['mode']} TP {x['tp']} x EP {x['ep']}, batch {x['batch']}: {model} TTFT {1e3 * x['ttft']:.1f} ms (one prompt alone), "
                      f"TPOT {1e3 * x['tpot']:.2f} ms, {x['tokens_per_s_per_gpu']:,.0f} tok/s per GPU, {x['memory_bytes'] / 2**30:.1f} GiB per GPU ({meets})")
     if calibrated and calibrated.get("available"):
         t = calibrated["times"]

@@ -38,6 +38,7 @@ class ServePlan:
     tiles: int = 1
     executor: str = "serial"
     speculative: dict | None = None  # --speculative: the draft, E (FX80), c, the ideal and the best draft length (Speculation.as_dict)
+    step_model: str = "roofline"  # calibrated (engine.plan.step_model, validate's step) or roofline (the book's FX75)
     reach: dict | None = None  # where no point meets the targets: the lowest TTFT and TPOT of the layouts that fit, or the least memory (reach())
 
 
@@ -57,7 +58,7 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
                 nvlink_domain: int = 8, max_batch: int = 256, max_ep: int = 64, mfu: float | None = None, mbu: float = 1.0, kv_bytes: float = 2.0,
                 weights: str | None = None, kv_cache: str | None = None, precision: str = "bf16", allreduce_latency: float | None = None, kv_link_bandwidth: float | None = None, waterline: float | None = None,
                 split: bool = True, prune: str = "all", pin: dict | None = None, speculative: dict | None = None,
-                dequant: float | None = None) -> ServeSpace:
+                dequant: float | None = None, step: dict | None = None) -> ServeSpace:
     from engine.domain import presets
     from engine.plan.space import SCALEOUT_BANDWIDTH, _preset
 
@@ -176,6 +177,13 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
         if not 0 < dequant <= 1:
             raise InputError("e_dequant", f"{dequant!r} is not in (0, 1]")
         base.update(mfu=float(mfu) * dequant, dequant=float(dequant))  # the weight-only kernels' share of the matrix rate
+    if step:  # the calibrated step (engine.plan.step_model): every constant it reads, as plain numbers
+        from engine.plan.step_model import PARAMETERS
+
+        missing = [k for k in PARAMETERS if k not in step]
+        if missing:
+            raise InputError("step", f"lacks {', '.join(missing)} (expected engine.plan.step_model.PARAMETERS)")
+        base["step"] = tuple((k, float(step[k])) for k in PARAMETERS)
     space = ServeSpace(**base)
     if len(space.modes) > 1:
         space = ServeSpace(**dict(base, tp_prefill=_prefill_tp(space, f)))
@@ -245,7 +253,7 @@ def _prefill_tp(s: ServeSpace, f: _Formulas) -> int:
     return 0
 
 
-ROW_KEYS = ("tp", "ep", "batch", "ttft", "tpot", "memory", "step", "tp_comm", "ep_comm", "goodput")
+ROW_KEYS = ("tp", "ep", "batch", "ttft", "tpot", "memory", "step", "tp_comm", "ep_comm", "overhead", "goodput")
 
 
 def _row(t: dict, i: int, s: ServeSpace) -> dict:
@@ -310,7 +318,8 @@ def plan_serve(root, model: str, device: str, *, executor: str = "serial", worke
                      assumptions=notes(s), rows=tuple(rows), cheapest=cheapest, pruned_bound=sum(p["pruned_bound"] for p in parts),
                      pruned_tree=sum(p["pruned_tree"] for p in parts), tree_leaves=merged_leaves,
                      pruned_early=sum(p["pruned_early"] for p in parts), early_conditions=next((p["early_conditions"] for p in parts if p["early_conditions"]), ()), tp_prefill=s.tp_prefill, tiles=len(work),
-                     executor=str(executor), pinned=pinned, speculative=s.spec.as_dict() if s.spec is not None else None)
+                     executor=str(executor), pinned=pinned, speculative=s.spec.as_dict() if s.spec is not None else None,
+                     step_model="calibrated" if s.step else "roofline")
 
 
 def _evaluate_pinned(s: ServeSpace) -> tuple[dict, ...]:
@@ -363,15 +372,19 @@ def notes(s: ServeSpace) -> tuple[str, ...]:
         if s.stored_weight_bytes else f"{s.bytes_param:g} B per weight, F6"
     out = [f"precision: weights {s.weights} ({stored}), K/V cache {s.kv_cache} ({s.kv_bytes:g} B per element, F8), "
            f"matrix products at the device's dense {s.precision} peak {s.peak / 1e12:g} TFLOP/s (FX651: three separate choices)",
-           f"MFU {s.mfu:g} for prefill and decode compute (FX74, FX131); MBU {s.mbu:g} for the decode HBM reads (FX132; 1 = datasheet bandwidth)",
+           (f"MFU {s.mfu:g} for prefill and the chunked-prefill share (FX74); the decode step is the calibrated step above"
+            if s.step else f"MFU {s.mfu:g} for prefill and decode compute (FX74, FX131); MBU {s.mbu:g} for the decode HBM reads (FX132; 1 = datasheet bandwidth)"),
            f"memory per GPU: weights + K/V of the batch within {s.usable_memory / 2**30:.2f} GiB usable (FX72, vLLM's rule: 0.9 x the runtime's "
            "total less 5 GiB engine overhead; the convention of calc kv-concurrency and state)" if s.usable_memory else
            "memory per GPU: weights + K/V of the batch within F7's usable share of the nominal capacity",
            "TTFT is one request's prefill alone (no queueing); co-located TPOT carries the steady chunked-prefill share of each step "
            "(batch x prompt / output tokens of FX74 per step)",
-           f"decode step FX75 roofline at the mean context prompt + output/2; TP all-reduces FX702-FX704 (2 L per pass) as FX50 rings over NVLink "
-           f"{s.nvlink_bw / 1e9:g} GB/s x F20 efficiency, step latency {s.allreduce_latency * 1e6:g} us per ring step"
-           + (" (FX50's default, the book calculator's; give --allreduce-latency from nccl-tests)" if abs(s.allreduce_latency - 20e-6) < 1e-15 else " (given)"),
+           ("decode step: the calibrated step at the mean context prompt + output/2 (TPOT = FX78 with its fixed and per-sequence costs as "
+            "step_overhead_time); TP all-reduces FX702-FX704 (2 L per pass) with the calibrated latency and link share; TTFT the calibrated prefill"
+            if s.step else
+            f"decode step FX75 roofline at the mean context prompt + output/2; TP all-reduces FX702-FX704 (2 L per pass) as FX50 rings over NVLink "
+            f"{s.nvlink_bw / 1e9:g} GB/s x F20 efficiency, step latency {s.allreduce_latency * 1e6:g} us per ring step"
+            + (" (FX50's default, the book calculator's; give --allreduce-latency from nccl-tests)" if abs(s.allreduce_latency - 20e-6) < 1e-15 else " (given)")),
            f"fleet: FX87 replicas at waterline {s.waterline:g} for " + (f"{s.demand:g} output tokens/s" if s.demand else "one replica's goodput (no --demand/--qps)"),
            "goodput per replica FX138 (decode slots, Little's law FX81 with FX79's end-to-end latency)"]
     narrow = s.bytes_param_expert or s.bytes_param  # the routed experts' bytes per weight where the checkpoint stores them apart

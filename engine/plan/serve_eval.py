@@ -38,6 +38,7 @@ import numpy as np
 from engine.core.record import dataclass
 from engine.plan.evaluate import _Formulas
 from engine.plan.speculative import Speculation
+from engine.plan.step_model import decode_parts, per_layer, prefill_time, step_terms
 
 MODES = ("colocate", "split")
 SERVE_AXES = ("mode", "tp", "ep", "batch")
@@ -123,6 +124,9 @@ class ServeSpace:
     # weight-only quantisation (weights narrower than the matrix products): the calibrated e_dequant the mfu above already
     # carries (mfu = the prefill efficiency x e_dequant, as validate's step model has it); 0 when not applied
     dequant: float = 0.0
+    # the calibrated step (engine.plan.step_model) as (constant, value) pairs from knowledge/calibration/fitted.json for the
+    # device's generation and the engine (plan serve --engine); () = the book's FX75 roofline at mfu / mbu with FX50 rings
+    step: tuple[tuple[str, float], ...] = ()
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -151,6 +155,13 @@ def _allreduce(f: _Formulas, s: ServeSpace, tokens, tp):
     one = f("FX50", "allreduce", ranks=tp, step_latency=s.allreduce_latency, collective_wire_bytes=f("FX1", "allreduce", msg_bytes=msg, ranks=tp),
             eff_bandwidth=s.nvlink_bw * eff)
     return f("FX704", tp_allreduce_count=f("FX703", comm_passes=1, layers=float(s.allreduce_layers or s.layers)), collective_time=one)
+
+
+def _terms(s: ServeSpace, c: dict, f: _Formulas, tp, ep) -> dict:
+    """engine.plan.step_model's work terms at TP x EP, weight-only quantisation marked as the search applies it."""
+    t = step_terms(s, c, f, tp, ep, read_per_token(s, c, tp))
+    t["dq"] = 1.0 if s.dequant else 0.0
+    return t
 
 
 def constants(s: ServeSpace, f: _Formulas | None = None) -> dict:
@@ -193,8 +204,11 @@ def constants(s: ServeSpace, f: _Formulas | None = None) -> dict:
         out["w_dense"] = s.stored_weight_bytes - out["w_expert"]
     if s.tp_prefill:
         tpp = float(s.tp_prefill)
-        out["prefill_split"] = f("FX74", "per_token", infer_flops_per_token=out["flops_prefill"], prompt_tokens=float(s.prompt), tp_size=tpp,
-                                 peak_flops=s.peak, mfu=s.mfu) + _allreduce(f, s, float(s.prompt), tpp)
+        if s.step:  # the calibrated prefill of one prompt on the prefill pool's TP instance
+            out["prefill_split"] = float(prefill_time(_terms(s, out, f, tpp, 1.0), dict(s.step)))
+        else:
+            out["prefill_split"] = f("FX74", "per_token", infer_flops_per_token=out["flops_prefill"], prompt_tokens=float(s.prompt), tp_size=tpp,
+                                     peak_flops=s.peak, mfu=s.mfu) + _allreduce(f, s, float(s.prompt), tpp)
         out["ttft_split"] = f("FX77", queue_time=out["transfer"], prefill_time=out["prefill_split"])
     return out
 
@@ -236,8 +250,15 @@ def bound(s: ServeSpace, tp, ep, c: dict, f: _Formulas) -> np.ndarray:
     # the step is never overestimated and the bound never prunes a batch that could meet the target
     w_gpu = read_weights(s, c, tp, ep, f, ep)
     target = s.tpot * (s.spec.ideal_speedup if s.spec else 1.0)  # speculative TPOT >= step x (γ c + 1) / E, so step <= TPOT x FX960(v = 1)
-    per_group = f("FX134", "tpot_target", hbm_bandwidth=s.hbm_bw, mbu=s.mbu, tpot_target=target, weight_bytes=w_gpu, tp_size=1.0,
-                  context_tokens=c["ctx"], kv_bytes_per_token_per_gpu=read_per_token(s, c, tp), peak_flops=s.peak * tp, mfu=s.mfu,
+    mfu, mbu = s.mfu, s.mbu
+    if s.step:  # the calibrated step is at least max(all FLOPs at e_decode, all reads at the larger of e_hbm and e_kv) + its fixed cost
+        p = dict(s.step)
+        mfu, mbu = p["e_decode"], max(p["e_hbm"], p["e_kv"])
+        fixed = p["overhead"] + per_layer(dict(layers=float(s.layers), moe_layers=float((s.moe_layers or s.layers) if s.expert_params else 0)), p)
+        if not s.spec and target > fixed:
+            target -= fixed
+    per_group = f("FX134", "tpot_target", hbm_bandwidth=s.hbm_bw, mbu=mbu, tpot_target=target, weight_bytes=w_gpu, tp_size=1.0,
+                  context_tokens=c["ctx"], kv_bytes_per_token_per_gpu=read_per_token(s, c, tp), peak_flops=s.peak * tp, mfu=mfu,
                   infer_flops_per_token=c["flops_decode"], max_concurrent_requests=float(max(s.batch)))
     return (np.asarray(per_group, dtype=float) + 1) * ep  # batch / EP <= x < floor(x) + 1 per attention group
 
@@ -271,22 +292,35 @@ def evaluate(s: ServeSpace, start: int, stop: int, f: _Formulas | None = None) -
         return f("FX132", weight_bytes=read_weights(s, c, tp, ep, f, tokens), tp_size=1.0, decode_batch=B / ep, context_tokens=c["ctx"],
                  kv_bytes_per_token_per_gpu=kv_gpu, hbm_bandwidth=s.hbm_bw, mbu=s.mbu)
 
-    reads = weight_reads(B)
-    step = f("FX75", "roofline", decode_compute_time=compute, decode_memory_time=reads)
-    tp_comm = _allreduce(f, s, B / ep, tp)
-    if s.expert_params:
-        ep_bw = np.where(g <= s.nvlink_domain, s.nvlink_bw, s.scaleout_bw)
-        ep_bytes = f("F19", comm_passes=1, top_k=float(s.top_k), hidden=float(s.hidden), ep_size=ep) * B / ep * (s.moe_layers or s.layers)
-        ep_comm = f("F20", "nominal_discount", comm_bytes=ep_bytes, nominal_bandwidth=ep_bw, bandwidth_efficiency=f.default("F20", "bandwidth_efficiency"),
-                    comm_latency=0.0)
-    else:
-        ep_comm = np.zeros(B.shape)
-    decode_step = step + tp_comm + ep_comm
+    cal = dict(s.step)
+    if cal:  # the calibrated step (engine.plan.step_model), as validate scores it on the published measurements
+        t = _terms(s, c, f, tp, ep)
+        parts = decode_parts(t, cal, B)
+        step, tp_comm, ep_comm, overhead = parts["matmul"] + parts["attention"], parts["ar"], parts["ep"], parts["fixed"] + parts["seq"]
+    else:  # the book's FX75 roofline at mfu / mbu, FX50 rings, F20's All2All
+        reads = weight_reads(B)
+        step = f("FX75", "roofline", decode_compute_time=compute, decode_memory_time=reads)
+        tp_comm = _allreduce(f, s, B / ep, tp)
+        if s.expert_params:
+            ep_bw = np.where(g <= s.nvlink_domain, s.nvlink_bw, s.scaleout_bw)
+            ep_bytes = f("F19", comm_passes=1, top_k=float(s.top_k), hidden=float(s.hidden), ep_size=ep) * B / ep * (s.moe_layers or s.layers)
+            ep_comm = f("F20", "nominal_discount", comm_bytes=ep_bytes, nominal_bandwidth=ep_bw, bandwidth_efficiency=f.default("F20", "bandwidth_efficiency"),
+                        comm_latency=0.0)
+        else:
+            ep_comm = np.zeros(B.shape)
+        overhead = np.zeros(B.shape)
+    core = step + tp_comm + ep_comm
+    decode_step = core + overhead
     chunk = f("FX74", "per_token", infer_flops_per_token=c["flops_prefill"], prompt_tokens=B * s.prompt / s.output, tp_size=g, peak_flops=s.peak, mfu=s.mfu)
-    tpot = f("FX78", "standard", decode_step_time=np.where(split, decode_step, decode_step + chunk))
+    tpot = f("FX78", "standard", decode_step_time=np.where(split, core, core + chunk), step_overhead_time=overhead)
     spec = {}
     if s.spec is not None:  # the same step, drafted and verified: TPOT by FX78 speculative plus the chunked-prefill share
-        spec = speculative_terms(f, s, c, tp, ep, B, compute, weight_reads((s.spec.draft_len + 1) * B), decode_step, ep_comm)
+        if cal:  # the verify pass: the calibrated step with gamma + 1 tokens per sequence (each reads its K/V once)
+            x = decode_parts(t, cal, B, float(s.spec.draft_len + 1))
+            verify = (x["matmul"] + x["attention"]) + x["ar"] + x["ep"] + (x["fixed"] + x["seq"])  # summed as the plain step is
+        else:
+            verify = None
+        spec = speculative_terms(f, s, c, tp, ep, B, compute, None if cal else weight_reads((s.spec.draft_len + 1) * B), decode_step, ep_comm, verify)
         spec["tpot_plain"] = tpot
         tpot = spec["spec_tpot_decode"] + np.where(split, 0.0, chunk)
     prefill_colo = _prefill_colo(f, s, c, tp, g)
@@ -307,7 +341,7 @@ def evaluate(s: ServeSpace, start: int, stop: int, f: _Formulas | None = None) -
         gpus = gpus + np.where(split, prefill_inst * s.tp_prefill, 0.0)
     else:
         prefill_inst = 0.0
-    out = dict(index=p["index"], mode=p["mode"], tp=tp, ep=ep, batch=B, memory=memory, step=step, tp_comm=tp_comm, ep_comm=ep_comm, tpot=tpot, ttft=ttft,
+    out = dict(index=p["index"], mode=p["mode"], tp=tp, ep=ep, batch=B, memory=memory, step=step, tp_comm=tp_comm, ep_comm=ep_comm, overhead=overhead, tpot=tpot, ttft=ttft,
                goodput=goodput, per_gpu=per_gpu, user=1 / tpot, gpus=gpus, instances=inst, prefill_instances=np.where(split, prefill_inst, 0.0), ok=ok)
     out.update({k: np.broadcast_to(np.asarray(v, dtype=float), B.shape) for k, v in spec.items() if k in SPEC_KEYS})
     pruned_tree, leaves = 0, {}
@@ -326,14 +360,15 @@ def evaluate(s: ServeSpace, start: int, stop: int, f: _Formulas | None = None) -
 SPEC_KEYS = ("tpot_plain", "spec_verify_ratio", "spec_speedup", "spec_breakeven_batch")
 
 
-def speculative_terms(f: _Formulas, s: ServeSpace, c: dict, tp, ep, B, compute, reads, decode_step, ep_comm) -> dict:
+def speculative_terms(f: _Formulas, s: ServeSpace, c: dict, tp, ep, B, compute, reads, decode_step, ep_comm, verify=None) -> dict:
     """A draft-and-verify iteration at each point: the verify pass (FX962 on the roofline, its TP all-reduces and EP
     All2All carrying (γ + 1) x the tokens; ``reads``: FX132 with the weights those tokens route to), v = verify / plain step, the decode part of TPOT (FX78 speculative), the
     speed-up of the decode step (FX960) and the roofline break-even batch of the layout (FX963)."""
     sp = s.spec
     k1 = sp.draft_len + 1
-    verify = (f("FX962", spec_draft_len=float(sp.draft_len), decode_compute_time=compute, decode_memory_time=reads)
-              + _allreduce(f, s, k1 * B / ep, tp) + k1 * ep_comm)
+    if verify is None:  # (the calibrated step passes its own verify pass)
+        verify = (f("FX962", spec_draft_len=float(sp.draft_len), decode_compute_time=compute, decode_memory_time=reads)
+                  + _allreduce(f, s, k1 * B / ep, tp) + k1 * ep_comm)
     v = verify / decode_step
     common = dict(spec_draft_len=float(sp.draft_len), draft_cost_ratio=sp.draft_cost, verify_cost_ratio=v, spec_tokens_per_step=sp.tokens_per_step)
     return dict(spec_verify_ratio=v, spec_tpot_decode=f("FX78", "speculative", decode_step_time=decode_step, **common),
@@ -360,7 +395,10 @@ EARLY = ("prompt_tokens", "kv_bytes_per_token", "kv_link_bandwidth", "tpot_slo",
 
 
 def _prefill_colo(f: _Formulas, s: ServeSpace, c: dict, tp, g):
-    """FX74's prefill of one prompt on the co-located instance of g GPUs, with its TP all-reduces."""
+    """FX74's prefill of one prompt on the co-located instance of g GPUs, with its TP all-reduces (the calibrated
+    prefill under a calibrated step)."""
+    if s.step:
+        return prefill_time(_terms(s, c, f, tp, g / tp), dict(s.step))
     return f("FX74", "per_token", infer_flops_per_token=c["flops_prefill"], prompt_tokens=float(s.prompt), tp_size=g, peak_flops=s.peak,
              mfu=s.mfu) + _allreduce(f, s, float(s.prompt), tp)
 
