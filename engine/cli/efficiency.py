@@ -76,4 +76,73 @@ def calc_presets(root, calculator: str, device: str | None, precision: str, pres
         e = calibrated(root, kind, parameter, device, precision)
         if e is not None:
             out[symbol] = (e.value, "preset " + e.note(symbol, device))
+    if calculator in STEP_CALCULATORS:
+        fixed = step_overhead(root, presets)
+        if fixed is not None:
+            out["step_overhead_time"] = fixed
     return out
+
+
+# the calculators whose TPOT takes FX78's step_overhead_time
+STEP_CALCULATORS = frozenset({"calc:serving-fleet", "calc:inference-capacity", "calc:energy-per-token"})
+
+
+def step_overhead(root, presets: dict) -> tuple[float, str] | None:
+    """step_overhead_time preset: the calibrated step's fixed cost for the model's layers (engine.plan.step_model:
+    overhead + layers x overhead_layer + MoE layers x overhead_moe, the fit over every engine, as plan serve takes it
+    without --engine); None without a serving calibration or the model's layers."""
+    def value(key):
+        v = presets.get(key)
+        return v[0] if isinstance(v, tuple) else v
+
+    layers = value("layers")
+    got = serve_step(root, None, None)
+    if got is None or not isinstance(layers, int | float) or layers < 1:
+        return None
+    moe = int(layers) - int(value("n_dense_layers") or 0) if value("model_arch") == "moe" else 0
+    v = got.values
+    total = v["overhead"] + layers * v["overhead_layer"] + moe * v["overhead_moe"]
+    return (total, f"preset: the calibrated fixed cost of a step, {v['overhead'] * 1e6:.0f} us + {int(layers)} layers x {v['overhead_layer'] * 1e6:.1f} us"
+                   + (f" + {moe} MoE layers x {v['overhead_moe'] * 1e3:.3f} ms" if moe else "")
+                   + f" (the fit over every engine; knowledge/calibration/fitted.json, aiinfra validate; plan serve --engine fits one engine); "
+                   f"the engine's host time per sequence ({v['overhead_seq'] * 1e6:.2f} us x the batch) is not included; "
+                   "--set step_overhead_time=0 for the bare roofline")
+
+
+@dataclass(frozen=True, slots=True)
+class ServeStep:
+    """The serving calibration's step constants for a device and an engine (engine.plan.step_model reads them)."""
+    values: dict  # constant -> value
+    generation: str  # the device's generation, or 'shared' where it has no fit of its own
+    engine: str  # the engine group the overheads came from ('shared': the fit over every engine)
+
+    def note(self, device: str | None) -> str:
+        v = self.values
+        return (f"step: the calibrated step of aiinfra validate (engine.plan.step_model; knowledge/calibration/fitted.json) for {device} "
+                f"(generation {self.generation}) and {'engine ' + self.engine if self.engine != 'shared' else 'no --engine (the fit over every engine)'}: "
+                f"matrix products max(FLOPs at e_decode {v['e_decode']:.3f} of the peak, weights at e_hbm {v['e_hbm']:.3f} of the HBM bandwidth) "
+                f"+ attention max(FLOPs at e_decode, K/V reads at e_kv {v['e_kv']:.3f}) + TP all-reduces (FX50, {v['ar_latency'] * 1e6:.2f} us per "
+                f"ring step, links at e_link {v['e_link']:.3f}) + EP All2All + a fixed {v['overhead'] * 1e6:.0f} us + {v['overhead_layer'] * 1e6:.0f} us "
+                f"per layer + {v['overhead_moe'] * 1e3:.2f} ms per MoE layer + {v['overhead_seq'] * 1e6:.2f} us per sequence; prefill at e_prefill "
+                f"{v['e_prefill']:.3f}; give --mfu, --mbu or --allreduce-latency (or --step-model roofline) for the book's FX75 roofline instead")
+
+
+def serve_step(root, device: str | None, engine: str | None) -> ServeStep | None:
+    """The calibrated step constants (engine.plan.step_model.PARAMETERS) for ``device``'s generation and ``engine``
+    (vllm, sglang, tensorrt-llm; None: the fit over every engine), each constant from its own group as validate fits it:
+    efficiencies by generation, overheads by engine (an unversioned engine takes its own group, an unknown one the
+    shared value). None without a serving calibration."""
+    from engine.measure.calibrate import KINDS, values_for
+    from engine.measure.fitted import calibration
+    from engine.measure.generations import generation
+    from engine.plan.step_model import PARAMETERS
+
+    fitted = ((calibration(root) or {}).get("serve") or {}).get("parameters")
+    if not fitted or any(p not in fitted for p in PARAMETERS):
+        return None
+    gen = generation(device) if device else "shared"
+    name = (engine or "unstated").strip().lower()
+    groups = [{"gen": gen, "engine": name, "engine_name": name}]
+    got = values_for(KINDS["serve"], fitted, groups)
+    values = {p: float(got[p][0]) for p in PARAMETERS}
+    return ServeStep(values, gen if gen in fitted["e_decode"] else "shared", name if name in fitted["overhead_layer"] else "shared")
