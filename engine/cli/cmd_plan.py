@@ -276,7 +276,7 @@ def serve_max_qps(args) -> int:
                 nvlink_domain=args.nvlink_domain, max_batch=args.max_batch, max_ep=args.max_ep, mfu=mfu, mbu=1.0 if mbu is None else mbu,
                 allreduce_latency=latency, kv_link_bandwidth=link, waterline=args.waterline, split=not args.no_split, prune=args.prune,
                 weights=args.weights, kv_cache=args.kv_cache, precision=args.precision, pin=pin, dequant=_serve_dequant(args),
-                step=None if step is None else step.values)
+                step=None if step is None else step.values, engine=_engine(args))
     notes = tuple(n for n in (step.note(args.device) if step else None, mbu_note, mfu_note) if n) + m.assumptions
     x = m.layout
     if args.format == "json":
@@ -506,7 +506,7 @@ def serve(args) -> int:
                        qps=args.qps, nvlink_domain=args.nvlink_domain, max_batch=args.max_batch, max_ep=args.max_ep, mfu=mfu, mbu=1.0 if mbu is None else mbu,
                        allreduce_latency=latency, kv_link_bandwidth=link, waterline=args.waterline, split=not args.no_split, prune=args.prune,
                        weights=args.weights, kv_cache=args.kv_cache, precision=args.precision, pin=pin, speculative=speculative,
-                       dequant=_serve_dequant(args), step=None if step is None else step.values)
+                       dequant=_serve_dequant(args), step=None if step is None else step.values, engine=_engine(args))
     except InputError as exc:
         raise _speculative_flag(exc) from None
     calibrated = _serve_calibrated(args, pin) if r.pinned else None
@@ -557,6 +557,14 @@ def _serve_mfu(args) -> tuple[float | None, str | None]:
     return _serve_efficiency(args, "mfu", args.mfu)
 
 
+def _engine(args) -> str | None:
+    """--engine in the calibration's spelling (tensorrt-llm for trtllm and tensorrt_llm), None when not given."""
+    if args.engine is None:
+        return None
+    name = args.engine.strip().lower()
+    return "tensorrt-llm" if name in ("trtllm", "tensorrt_llm", "trt-llm") else name
+
+
 def _serve_step(args):
     """The calibrated step (engine.cli.efficiency.serve_step) unless the user times the step themselves: --step-model roofline,
     or any of --mfu, --mbu, --allreduce-latency (their own figures are the book's FX75 roofline's inputs); None then, and
@@ -571,7 +579,7 @@ def _serve_step(args):
     if own:
         raise InputError("--step-model", f"calibrated takes its efficiencies and latencies from the calibration; drop {', '.join(own)} or give "
                                          "--step-model roofline")
-    step = serve_step(root_of(args), args.device, args.engine)
+    step = serve_step(root_of(args), args.device, _engine(args))
     if step is None and args.step_model == "calibrated":
         raise InputError("--step-model", "calibrated needs a serving calibration (knowledge/calibration/fitted.json; aiinfra validate --write-baseline)")
     return step

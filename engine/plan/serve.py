@@ -14,7 +14,7 @@ import numpy as np
 from engine.core.errors import InputError
 from engine.core.record import dataclass, field
 from engine.plan.evaluate import _Formulas
-from engine.plan.serve_eval import MODES, PRUNE, SPEC_KEYS, ServeSpace, constants, evaluate, on_gpu
+from engine.plan.serve_eval import MODES, PRUNE, SPEC_KEYS, ServeSpace, constants, evaluate, on_gpu, usable_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +58,7 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
                 nvlink_domain: int = 8, max_batch: int = 256, max_ep: int = 64, mfu: float | None = None, mbu: float = 1.0, kv_bytes: float = 2.0,
                 weights: str | None = None, kv_cache: str | None = None, precision: str = "bf16", allreduce_latency: float | None = None, kv_link_bandwidth: float | None = None, waterline: float | None = None,
                 split: bool = True, prune: str = "all", pin: dict | None = None, speculative: dict | None = None,
-                dequant: float | None = None, step: dict | None = None) -> ServeSpace:
+                dequant: float | None = None, step: dict | None = None, engine: str | None = None) -> ServeSpace:
     from engine.domain import presets
     from engine.plan.space import SCALEOUT_BANDWIDTH, _preset
 
@@ -147,6 +147,11 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
     if "gpu_memory_total" not in dv:
         raise InputError("--device", f"{device} records no usable memory total and none can be derived")
     usable, _ = kv_budget("vllm", float(dv["gpu_memory_total"]), 0.0)  # one capacity convention: calc kv-concurrency's and state's
+    rule = ""
+    if engine is not None:  # --engine: that engine's own memory rule (engine.plan.engine_memory), as validate admits requests
+        rule = kv_budget(engine, 1.0, 0.0)[1]
+        if rule not in ("vllm", "sglang", "tensorrt-llm"):
+            raise InputError("--engine", f"{engine!r} is not an engine with a memory rule (expected vllm, sglang or tensorrt-llm)")
     heads, kvh = int(mv["heads"]), int(mv.get("kv_heads") or mv["heads"])
     params, active = float(mv["params"]), float(mv["params_active"])
     top_k, expert_params = 0, 0.0
@@ -160,7 +165,7 @@ def build_serve(root, model: str, device: str, *, prompt: int, output: int, ttft
     base = dict(root=str(root), prompt=prompt, output=output, ttft=float(ttft), tpot=float(tpot), layers=layers, hidden=int(mv["hidden"]),
                 heads=heads, kv_heads=kvh, attention=mv["attention"], params=params, params_active=active,
                 expert_params=expert_params, top_k=top_k, n_experts=experts, kv_bytes=float(kv_bytes), hbm=float(dv["hbm_capacity"]), hbm_bw=float(dv["hbm_bandwidth"]),
-                usable_memory=float(usable), peak=float(dv["peak_flops"]), nvlink_bw=float(dv["nominal_bandwidth"]), scaleout_bw=SCALEOUT_BANDWIDTH, nvlink_domain=nvlink_domain,
+                usable_memory=float(usable), memory_rule=rule, gpu_total=float(dv["gpu_memory_total"]), peak=float(dv["peak_flops"]), nvlink_bw=float(dv["nominal_bandwidth"]), scaleout_bw=SCALEOUT_BANDWIDTH, nvlink_domain=nvlink_domain,
                 mfu=float(mfu), mbu=float(mbu), allreduce_latency=float(allreduce_latency), kv_link_bw=float(kv_link),
                 demand=float(demand) if demand else 0.0, waterline=waterline, tp_prefill=0,
                 modes=MODES if split and output >= 2 else MODES[:1], tp=tp, ep=_divisors(experts, max_ep) if experts else (1,),
@@ -247,13 +252,14 @@ def _prefill_tp(s: ServeSpace, f: _Formulas) -> int:
         if t < need:
             continue
         trial = constants(ServeSpace(**{**{k: getattr(s, k) for k in s.__slots__}, "tp_prefill": t}), f)
-        fits = (c["w_dense"] + c["w_expert"]) / t + on_gpu(s, c, "kv_prompt", t) <= c["usable"]
+        w = (c["w_dense"] + c["w_expert"]) / t
+        fits = w + on_gpu(s, c, "kv_prompt", t) <= usable_at(s, c, w, float(t))
         if fits and trial["ttft_split"] <= s.ttft:
             return t
     return 0
 
 
-ROW_KEYS = ("tp", "ep", "batch", "ttft", "tpot", "memory", "step", "tp_comm", "ep_comm", "overhead", "goodput")
+ROW_KEYS = ("tp", "ep", "batch", "ttft", "tpot", "memory", "usable", "step", "tp_comm", "ep_comm", "overhead", "goodput")
 
 
 def _row(t: dict, i: int, s: ServeSpace) -> dict:
@@ -331,7 +337,7 @@ def _evaluate_pinned(s: ServeSpace) -> tuple[dict, ...]:
     out = []
     for i in range(len(t["index"])):
         row = _row(t, i, full)
-        row["meets"] = {"memory": bool(t["memory"][i] <= constants(full)["usable"]), "ttft": bool(t["ttft"][i] <= s.ttft), "tpot": bool(t["tpot"][i] <= s.tpot)}
+        row["meets"] = {"memory": bool(t["memory"][i] <= t["usable"][i]), "ttft": bool(t["ttft"][i] <= s.ttft), "tpot": bool(t["tpot"][i] <= s.tpot)}
         row["memory_bytes"] = float(t["memory"][i])
         out.append(row)
     return tuple(out)
@@ -347,14 +353,14 @@ def reach(s: ServeSpace) -> dict:
     smallest = sorted({min(b for b in s.batch if b % e == 0) for e in s.ep if any(b % e == 0 for b in s.batch)})
     sub = replace(s, prune="none", batch=tuple(smallest))
     t = evaluate(sub, 0, sub.size)
-    usable = float(constants(sub)["usable"])
-    fits = np.flatnonzero(t["memory"] <= usable)
+    fits = np.flatnonzero(t["memory"] <= t["usable"])
 
     def lowest(key: str, among) -> dict | None:
         return _row(t, min(among, key=lambda i: (t[key][i], t["index"][i])), sub) if len(among) else None
 
     every = np.arange(len(t["index"]))
-    return {"ttft": lowest("ttft", fits), "tpot": lowest("tpot", fits), "memory": lowest("memory", every), "usable": usable}
+    least = lowest("memory", every)
+    return {"ttft": lowest("ttft", fits), "tpot": lowest("tpot", fits), "memory": least, "usable": least["usable"] if least else float(constants(sub)["usable"])}
 
 
 def weight_only(bytes_per_weight: float, precision: str) -> bool:
@@ -363,6 +369,14 @@ def weight_only(bytes_per_weight: float, precision: str) -> bool:
     from engine.domain.storage import COMPUTE_BITS
 
     return precision in COMPUTE_BITS and bytes_per_weight < COMPUTE_BITS[precision] / 8 * 0.95
+
+
+def _memory_note(s: ServeSpace) -> str:
+    from engine.plan.engine_memory import SOURCES
+
+    return (f"memory per GPU: the K/V of the batch within the budget {s.memory_rule}'s default memory rule leaves of the runtime's "
+            f"{s.gpu_total / 2**30:.2f} GiB after the weights (engine.plan.engine_memory, as validate admits requests; "
+            f"{SOURCES[s.memory_rule]})")
 
 
 def notes(s: ServeSpace) -> tuple[str, ...]:
@@ -374,6 +388,7 @@ def notes(s: ServeSpace) -> tuple[str, ...]:
            f"matrix products at the device's dense {s.precision} peak {s.peak / 1e12:g} TFLOP/s (FX651: three separate choices)",
            (f"MFU {s.mfu:g} for prefill and the chunked-prefill share (FX74); the decode step is the calibrated step above"
             if s.step else f"MFU {s.mfu:g} for prefill and decode compute (FX74, FX131); MBU {s.mbu:g} for the decode HBM reads (FX132; 1 = datasheet bandwidth)"),
+           _memory_note(s) if s.memory_rule else
            f"memory per GPU: weights + K/V of the batch within {s.usable_memory / 2**30:.2f} GiB usable (FX72, vLLM's rule: 0.9 x the runtime's "
            "total less 5 GiB engine overhead; the convention of calc kv-concurrency and state)" if s.usable_memory else
            "memory per GPU: weights + K/V of the batch within F7's usable share of the nominal capacity",
@@ -541,7 +556,7 @@ def max_qps(root, model: str, device: str, gpus: int, **options) -> MaxQps:
     if best is not None:
         best["qps"] = -key[0]
         best["output_tokens_per_s"] = best["qps"] * s.output
-        binding = _binding(best, s, c["usable"])
+        binding = _binding(best, s, best["usable"])
     waterline = (f"capacity: FX87 inverted at waterline {s.waterline:g} (the fleet sizing's): n replicas carry a demand while "
                  f"ceil(demand / (goodput x {s.waterline:g})) <= n, so max_qps = replicas x FX138 goodput x {s.waterline:g} / {s.output} output tokens "
                  "(FX86); replicas = the whole instances that fit in --gpus (a split layout: the best division between decode replicas and "

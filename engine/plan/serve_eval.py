@@ -127,6 +127,10 @@ class ServeSpace:
     # the calibrated step (engine.plan.step_model) as (constant, value) pairs from knowledge/calibration/fitted.json for the
     # device's generation and the engine (plan serve --engine); () = the book's FX75 roofline at mfu / mbu with FX50 rings
     step: tuple[tuple[str, float], ...] = ()
+    # the engine whose default memory rule gives the K/V budget (engine.plan.engine_memory: vllm, sglang, tensorrt-llm;
+    # plan serve --engine) from the runtime's total per GPU; "" = FX72's vLLM rule in usable_memory
+    memory_rule: str = ""
+    gpu_total: float = 0.0
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -213,6 +217,18 @@ def constants(s: ServeSpace, f: _Formulas | None = None) -> dict:
     return out
 
 
+def usable_at(s: ServeSpace, c: dict, w_gpu, g):
+    """Bytes per GPU for the weights and K/V of an instance of ``g`` GPUs holding ``w_gpu`` of weights on each: FX72's
+    vLLM rule (a constant) or, under ``memory_rule``, that engine's own K/V budget (engine.plan.engine_memory) plus the
+    weights (SGLang's reserve grows with the instance; TensorRT-LLM gives 0.9 of what the weights leave)."""
+    if not s.memory_rule or not s.gpu_total:
+        return c["usable"]
+    from engine.plan.engine_memory import kv_budget
+
+    budget, _ = kv_budget(s.memory_rule, s.gpu_total, w_gpu, g)
+    return budget + w_gpu
+
+
 def kv_share(s: ServeSpace, tp):
     """The share of a request's K/V one TP rank holds (FX73): 1 / min(TP, KV heads) (past one KV head per rank the engines
     replicate the heads: vLLM's QKVParallelLinear keeps max(1, kv_heads / TP) per rank with TP / kv_heads replicas, TensorRT-LLM
@@ -286,6 +302,7 @@ def evaluate(s: ServeSpace, start: int, stop: int, f: _Formulas | None = None) -
     w_gpu = c["w_dense"] / tp + c["w_expert"] / (tp * ep)
     kv_gpu = read_per_token(s, c, tp)  # per context token at the mean context, per GPU
     memory = w_gpu + B / ep * on_gpu(s, c, "kv_request", tp)
+    usable = usable_at(s, c, w_gpu, g)
     compute = f("FX131", decode_batch=B / ep, infer_flops_per_token=c["flops_decode"], tp_size=tp, peak_flops=s.peak, mfu=s.mfu)
 
     def weight_reads(tokens):  # FX132 with the weights a step routing ``tokens`` tokens through the instance reads
@@ -329,7 +346,7 @@ def evaluate(s: ServeSpace, start: int, stop: int, f: _Formulas | None = None) -
     goodput = f("FX138", "decode_slots", qps=1.0, avg_output_tokens=float(s.output), decode_batch=B, concurrency=f("FX81", qps=1.0, e2e_latency=e2e))
     prefill_gpus = np.where(split, f("FX155", prefill_flop_rate=goodput / s.output * s.prompt * c["flops_prefill"], peak_flops=s.peak, mfu=s.mfu), 0.0)
     per_gpu = goodput / (g + prefill_gpus)
-    ok = (memory <= c["usable"]) & (ttft <= s.ttft) & (tpot <= s.tpot)
+    ok = (memory <= usable) & (ttft <= s.ttft) & (tpot <= s.tpot)
     # fleet for the demand: FX87 instances of the decode instance, and (split) of the prefill pool
     demand = s.demand if s.demand else goodput * s.waterline  # no demand: one replica's goodput at the waterline, i.e. one replica
     inst = f("FX87", token_demand=demand, instance_goodput=goodput, waterline=s.waterline)
@@ -341,7 +358,7 @@ def evaluate(s: ServeSpace, start: int, stop: int, f: _Formulas | None = None) -
         gpus = gpus + np.where(split, prefill_inst * s.tp_prefill, 0.0)
     else:
         prefill_inst = 0.0
-    out = dict(index=p["index"], mode=p["mode"], tp=tp, ep=ep, batch=B, memory=memory, step=step, tp_comm=tp_comm, ep_comm=ep_comm, overhead=overhead, tpot=tpot, ttft=ttft,
+    out = dict(index=p["index"], mode=p["mode"], tp=tp, ep=ep, batch=B, memory=memory, step=step, tp_comm=tp_comm, ep_comm=ep_comm, overhead=overhead, tpot=tpot, ttft=ttft, usable=np.broadcast_to(usable, B.shape),
                goodput=goodput, per_gpu=per_gpu, user=1 / tpot, gpus=gpus, instances=inst, prefill_instances=np.where(split, prefill_inst, 0.0), ok=ok)
     out.update({k: np.broadcast_to(np.asarray(v, dtype=float), B.shape) for k, v in spec.items() if k in SPEC_KEYS})
     pruned_tree, leaves = 0, {}

@@ -117,3 +117,25 @@ def _json_calc(*argv) -> dict:
     p = aiinfra(*argv)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
+
+
+H200_TOTAL = 150_021_734_400  # knowledge/hardware h200: the runtime's total per GPU (143,071 MiB, as the record cites)
+DSV3_STORED = 673_150_611_808  # deepseek-ai/DeepSeek-V3's checkpoint as stored (FP8 with block scales), the model record's weight_bytes
+GIB = 2**30
+
+
+@pytest.mark.parametrize(("engine", "usable"), [
+    (None, 0.9 * H200_TOTAL - 5 * GIB),  # FX72's vLLM rule: 0.9 x total - 5 GiB
+    ("vllm", 0.9 * H200_TOTAL - 5 * GIB),
+    # SGLang: total - reserved, reserved (12 + TP x PP / 2) GiB between 90 and 160 GiB of total = 16 GiB at TP 8
+    ("sglang", H200_TOTAL - 16 * GIB),
+    # TensorRT-LLM: K/V = 0.9 x (total - weights - 5 GiB), so weights + K/V <= weights + that
+    ("tensorrt-llm", DSV3_STORED / 8 + 0.9 * (H200_TOTAL - DSV3_STORED / 8 - 5 * GIB)),
+])
+def test_engine_memory_rule_sets_the_memory_a_layout_may_use(engine, usable):
+    data = _json(*DSV3, *(["--engine", engine] if engine else []))
+    for row in data["pinned"]["points"]:
+        assert row["usable"] == pytest.approx(usable, rel=1e-9)
+        assert row["meets"]["memory"] == (row["memory"] <= usable)
+    p = aiinfra(*DSV3, "--engine", "tgi")
+    assert p.returncode == 2 and "--engine" in p.stderr and "Traceback" not in p.stderr
