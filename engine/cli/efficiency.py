@@ -1,6 +1,6 @@
 """The one rule for an efficiency nobody gave (issue 28): the calibrated value for the device's generation.
 
-Every command that turns a peak into a time needs a share of it: ``calc serving-fleet``, ``calc inference-capacity``
+Every command that turns a peak into a time needs a share of it: ``calc serving-fleet``, ``calc inference-capacity``, ``calc energy-per-token``
 and ``calc speculative-decoding`` (``mfu``, ``mbu``), ``calc training-duration`` (``mfu``), ``plan serve`` (``--mfu``,
 ``--mbu``) and ``plan`` (``--compute-efficiency``). When the user gives none, each takes the value
 ``aiinfra validate`` fitted on the published measurements (knowledge/calibration/fitted.json, read through
@@ -22,7 +22,7 @@ from engine.core.record import dataclass
 
 SERVE = {"mfu": "e_prefill", "mbu": "e_hbm"}
 TRAIN = {"mfu": "e_train"}
-SERVE_CALCULATORS = frozenset({"calc:serving-fleet", "calc:inference-capacity", "calc:speculative-decoding"})
+SERVE_CALCULATORS = frozenset({"calc:serving-fleet", "calc:inference-capacity", "calc:speculative-decoding", "calc:energy-per-token"})
 TRAIN_CALCULATORS = frozenset({"calc:training-duration"})
 _WHAT = {"e_prefill": "prefill matrix efficiency", "e_hbm": "HBM share of the decode weight reads", "e_train": "training matrix efficiency",
          "e_dequant": "weight-only kernels' share of the matrix rate"}

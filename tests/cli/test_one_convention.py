@@ -68,6 +68,18 @@ def test_serving_fleet_takes_the_calibrated_efficiency_not_the_peak(capsys):
     assert "calibrated serve e_prefill" in inputs["mfu"]["source"] and "for hopper" in inputs["mfu"]["source"]
 
 
+def test_energy_per_token_takes_the_same_calibrated_step(capsys):
+    # energy-per-token times its step as inference-capacity does: the generation's e_prefill / e_hbm and the fixed cost of a
+    # step for Qwen3-8B's 36 layers (config.json num_hidden_layers 36, dense): overhead + 36 x overhead_layer, the shared fit
+    fit = FITTED["serve"]["parameters"]
+    code, out, err = run(["calc", "energy-per-token", "--model", "qwen3-8b", "--device", "h200", "--set", "tp_size=1", "--set", "batch_size=32",
+                          "--set", "prompt_tokens=1000", "--set", "avg_output_tokens=500", "--format", "json"], capsys)
+    assert code == 0, err
+    inputs = json.loads(out)["inputs"]
+    assert inputs["mfu"]["value"] == fit["e_prefill"]["hopper"] and inputs["mbu"]["value"] == fit["e_hbm"]["hopper"]
+    assert abs(inputs["step_overhead_time"]["value"] - (fit["overhead"]["shared"] + 36 * fit["overhead_layer"]["shared"])) < 1e-15
+
+
 def test_a_generation_without_a_fit_falls_back_and_says_so(capsys):
     # the serving fit has no TPU group: the shared value, named as a fallback
     shared = FITTED["serve"]["parameters"]["e_prefill"]["shared"]
