@@ -340,13 +340,22 @@ def render(result, fmt: str, calibrated: dict | None = None) -> str:
     rows = _rows(result)
     if fmt == "csv":
         return table(rows, COLUMNS, "csv")
-    body = table(rows, COLUMNS, fmt) if rows else "no configuration fits the memory of one GPU"
+    # a narrow terminal loses the micro-batch count first (global batch / (DP x mb)), then EP where it is 1 everywhere,
+    # then the binding constraint (JSON, CSV, --format md and a wider terminal keep it)
+    drop = ("n_micro",) + (("ep",) if all(r["ep"] == 1 for r in rows) else ()) + ("binding",)
+    body = table(rows, COLUMNS, fmt, droppable=drop) if rows else "no configuration fits the memory of one GPU"
     bullet = "- " if fmt == "md" else "  "
     notes = "\n".join(bullet + a for a in result.assumptions)
     fold = (f"\n{result.folded} layout(s) that differ only by ZeRO stage and tie on step time were folded into the rows above "
             "(the lowest-memory stage kept; --all lists them)") if result.folded else ""
     pinned = _pinned_text(result, bullet, calibrated) if result.pins else ""
-    return f"{head}\n\n{pinned}{body}{fold}\n\n{result.why}\n\nassumptions:\n{notes}"
+    if fmt == "text":
+        from engine.cli.render import prose
+
+        head, pinned, fold, why, notes = (prose(x) for x in (head, pinned, fold, result.why, notes))
+    else:
+        why = result.why
+    return f"{head}\n\n{pinned}{body}{fold}\n\n{why}\n\nassumptions:\n{notes}"
 
 
 def _given(result) -> str:
@@ -538,7 +547,7 @@ def serve(args) -> int:
     head = (_serve_pinned_text(r, calibrated, args) if r.pinned else "") + (_simulated_text(simulated, args) if simulated else "") + (
             f"{r.points:,} points (mode x TP x EP x batch), {r.feasible:,} meet memory, TTFT and TPOT; {pruned}.")
     if r.best is None:
-        emit(head + "\n\n" + reach_text(r.reach, _seconds(args.ttft, "--ttft"), _seconds(args.tpot, "--tpot"), bullet))
+        emit(_prose(head + "\n\n" + reach_text(r.reach, _seconds(args.ttft, "--ttft"), _seconds(args.tpot, "--tpot"), bullet), args))
         return 0
     head += "\nPareto front (tokens/s per GPU vs per user):"
     demand = f" for {args.demand:g} tok/s" if args.demand else (f" for {args.qps:g} req/s" if args.qps else " (one replica; give --demand or --qps)")
@@ -547,8 +556,16 @@ def serve(args) -> int:
             f"fewest GPUs meeting the targets{demand}: {r.min_gpus} ({_layout(r.cheapest)})")
     if speculative is not None:
         tail += "\n" + "\n".join(f"speculative decoding at the {name}: {_spec_verdict(x)}" for name, x in (("best", r.best), ("fewest GPUs", r.cheapest)))
-    emit(f"{head}\n\n{front_table(r.front, rows, columns, args.format, every=args.all)}\n\n{tail}\n\nassumptions:\n" + "\n".join(bullet + a for a in r.assumptions))
+    emit(f"{_prose(head, args)}\n\n{front_table(r.front, rows, columns, args.format, every=args.all)}\n\n{_prose(tail, args)}\n\nassumptions:\n"
+         + _prose("\n".join(bullet + a for a in r.assumptions), args))
     return 0
+
+
+def _prose(text: str, args) -> str:
+    """Sentences around a table wrapped at the terminal's width (engine.cli.render.prose); Markdown is left whole."""
+    from engine.cli.render import prose
+
+    return text if args.format == "md" else prose(text)
 
 
 def _serve_mfu(args) -> tuple[float | None, str | None]:

@@ -38,6 +38,26 @@ def table(rows: Sequence[dict], columns: Sequence[tuple[str, str]], fmt: str, wi
     return text
 
 
+def prose(text: str, width: int | str | None = TERMINAL) -> str:
+    """``text`` with each of its lines wider than ``width`` (default: terminal_width(); None: no limit) wrapped at spaces,
+    the continuation indented two past the line's own indent (so a "- " bullet's text lines up under it). For the sentences
+    around a table (heads, notes, assumptions), never for the table itself; on a pipe without $COLUMNS nothing changes."""
+    limit = terminal_width() if width == TERMINAL else width
+    if limit is None:
+        return text
+    import textwrap
+
+    out = []
+    for line in text.split("\n"):
+        if display_width(line) <= limit:
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        out.append(textwrap.fill(line.strip(), width=limit, initial_indent=indent, subsequent_indent=" " * (len(indent) + 2),
+                                 break_long_words=False, break_on_hyphens=False))
+    return "\n".join(out)
+
+
 def terminal_width(environ: Mapping[str, str] | None = None, stream=None) -> int | None:
     """The columns a text table should fit: ``$COLUMNS`` where set (on a pipe too), else the terminal's width
     where standard output is a terminal; None (no limit) on a pipe or a file."""

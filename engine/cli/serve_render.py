@@ -3,7 +3,7 @@ where no layout meets the targets, the best value each target reaches."""
 
 from __future__ import annotations
 
-from engine.cli.render import table
+from engine.cli.render import prose, table
 from engine.plan.front import knee, spread
 
 MARK = ("mark", "")  # the column that marks the knee's row
@@ -14,12 +14,16 @@ def front_table(front, rows: list[dict], columns: list, fmt: str, every: bool) -
     ``engine.plan.front.spread``, with a footer saying how many were left out; the knee's row marked."""
     k = knee(front)
     shown = list(range(len(front))) if every else spread(front)
-    body = table([{**rows[i], MARK[0]: "knee" if i == k else ""} for i in shown], [*columns, MARK], fmt)
+    # a narrow terminal loses first the columns the others imply or the JSON keeps: TP comm (inside TPOT), the split's
+    # prefill TP, the fleet size, the speculative extras, then EP
+    body = table([{**rows[i], MARK[0]: "knee" if i == k else ""} for i in shown], [*columns, MARK], fmt,
+                 droppable=("tp_comm_ms", "tp_prefill", "fleet_gpus", "tpot_plain_ms", "spec_breakeven", "ep"))
     left = len(front) - len(shown)
     if not left:
         return body
-    return (f"{body}\n\n{len(shown):,} of the front's {len(front):,} points shown (both ends, the knee, the rest spread evenly along it), "
+    foot = (f"{len(shown):,} of the front's {len(front):,} points shown (both ends, the knee, the rest spread evenly along it), "
             f"{left:,} left out:\n--all prints every point, as --format json and csv do")
+    return f"{body}\n\n{foot if fmt == 'md' else prose(foot)}"
 
 
 def knee_line(front) -> str:

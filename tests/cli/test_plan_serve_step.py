@@ -139,3 +139,23 @@ def test_engine_memory_rule_sets_the_memory_a_layout_may_use(engine, usable):
         assert row["meets"]["memory"] == (row["memory"] <= usable)
     p = aiinfra(*DSV3, "--engine", "tgi")
     assert p.returncode == 2 and "--engine" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["plan", "serve", "--model", "llama-3.1-8b", "--device", "h100-sxm", "--ttft", "1", "--tpot", "0.05", "--qps", "50", "--prompt", "2048",
+     "--output", "256"],
+    ["plan", "--model", "llama-3.1-70b", "--device", "h100-sxm", "--gpus", "1024"],
+    [*DSV3, "--engine", "sglang"],
+])
+def test_the_planners_fit_an_80_column_terminal(argv):
+    """Issue 28: tables and the sentences around them fit $COLUMNS (JSON, CSV and Markdown keep everything)."""
+    import os
+
+    from engine.cli.render import display_width
+
+    p = subprocess.run([sys.executable, "-m", "engine", *argv], capture_output=True, text=True, timeout=300, cwd=ROOT,
+                       env={**os.environ, "COLUMNS": "80"})
+    assert p.returncode == 0, p.stderr
+    wide = [line for line in p.stdout.splitlines() if display_width(line) > 80]
+    assert not wide, wide[:3]
+    assert "TPOT ms" in p.stdout or "step s" in p.stdout  # the table itself is there
