@@ -22,7 +22,7 @@ FIT = {
 def presets(root, calculator: str, device: str | None, precision: str, sets: dict, found: dict) -> dict:
     from engine.cli.efficiency import calc_presets
 
-    out = calc_presets(root, calculator, device, precision, found)
+    out = calc_presets(root, calculator, device, precision, found, frozenset(sets))
     if calculator == "calc:training-memory" and "sp_degree" not in sets:
         tp = _whole(sets.get("tp_size"))
         if tp is not None:

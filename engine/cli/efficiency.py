@@ -9,6 +9,7 @@ engine.measure.fitted and engine.measure.generations) for the device's generatio
 
   serving   mfu <- serve e_prefill (the prefill matrix efficiency), mbu <- serve e_hbm (the weight-streaming share)
   training  mfu / compute efficiency <- train e_train for the generation and precision class (16-bit, low-precision)
+  collective  eff_bandwidth <- the device's link per direction x collective e_link for the link's fabric (below)
 
 A training run on a device whose record carries its own measured MFU band at that precision keeps that band (a
 measurement of the same quantity on that device). Nothing is 100 % of peak unless the user asks (``--mfu 1``).
@@ -18,6 +19,7 @@ engine.measure; they take the value as an argument.
 
 from __future__ import annotations
 
+from engine.core.errors import InputError
 from engine.core.record import dataclass
 
 SERVE = {"mfu": "e_prefill", "mbu": "e_hbm"}
@@ -58,12 +60,23 @@ def calibrated(root, kind: str, parameter: str, device: str | None, precision: s
     return Efficiency(float(by["shared"]), kind, parameter, "shared", True)
 
 
-def calc_presets(root, calculator: str, device: str | None, precision: str, presets: dict) -> dict:
-    """mfu / mbu presets for a calculator under the rule above (``presets``: what the model and device filled). Without
+def calc_presets(root, calculator: str, device: str | None, precision: str, presets: dict, given=()) -> dict:
+    """mfu / mbu (eff_bandwidth) presets for a calculator under the rule above (``presets``: what the model and device
+    filled; ``given``: the symbols the user set). Without
     a device there is no generation to take: the calculator keeps its formulas' own defaults, as the site's forms do,
     so a run without --device prints the same numbers as the calculator page."""
     out = {}
     if not device:
+        return out
+    if calculator in COLLECTIVE_CALCULATORS:
+        if "eff_bandwidth" in presets or "eff_bandwidth" in given:  # a measured busBw on the device record stays
+            return out
+        link = collective_bandwidth(root, device)
+        if isinstance(link, str):  # the record's limit, said as such (never a request for a value it should hold)
+            raise InputError("--device", f"{link}, so {calculator} has no eff_bandwidth for it: give --set eff_bandwidth=B/s "
+                                         "(a measured busBw of the group)")
+        if link is not None:
+            out["eff_bandwidth"] = (link.value, "preset " + link.note())
         return out
     if calculator in SERVE_CALCULATORS:
         wanted = SERVE
@@ -146,3 +159,88 @@ def serve_step(root, device: str | None, engine: str | None) -> ServeStep | None
     got = values_for(KINDS["serve"], fitted, groups)
     values = {p: float(got[p][0]) for p in PARAMETERS}
     return ServeStep(values, gen if gen in fitted["e_decode"] else "shared", name if name in fitted["overhead_layer"] else "shared")
+
+
+# ------------------------------------------------------------------ calc collective's eff_bandwidth
+#
+# eff_bandwidth is the per-rank, one-direction bandwidth of the slowest link the group spans, the busBw nccl-tests
+# reports (knowledge/calculators/collective.yaml, FX50). aiinfra validate times a collective as S x factor / (link x
+# e_link) at the protocol that uses the whole link (engine.measure.kernels.collective_times), so busBw = S x factor /
+# time = link x e_link: the product is already a bus bandwidth per direction, with no algorithm-bandwidth factor to
+# take out. The link is the record's per-direction figure: the scale-up interconnect where there is one (NVLink on
+# NVIDIA devices, Infinity Fabric xGMI on AMD Instinct), the PCIe link otherwise (the interconnect itself where the
+# record names PCIe as it, else host_link), as validate maps its rows; any other fabric (TPU ICI, Gaudi's RoCE,
+# Huawei HCCS) has no fit of its own and takes the fit over every fabric ('shared').
+COLLECTIVE_CALCULATORS = frozenset({"calc:collective"})
+FABRIC_BY_VENDOR = {"NVIDIA": "nvlink", "AMD": "xgmi"}
+
+
+@dataclass(frozen=True, slots=True)
+class LinkBandwidth:
+    device: str
+    link: str  # the record's name of the link
+    stated: str  # its per-direction figure as the record writes it
+    nominal: float  # B/s per direction
+    fabric: str  # nvlink | xgmi | pcie, or the link's name for a fabric without a fit
+    group: str  # the fitted group used: the fabric, or 'shared'
+    e_link: float
+
+    @property
+    def value(self) -> float:
+        return self.nominal * self.e_link
+
+    def note(self) -> str:
+        if self.group == "shared":
+            why = f"{self.link} is a fabric without a fit of its own, so the fit over every fabric ('shared')"
+        elif self.fabric == "pcie":
+            why = ("PCIe, as validate maps GPUs without a scale-up link: their peer traffic through host memory, as on GeForce "
+                   "cards; a card with PCIe peer-to-peer can run faster")
+        else:
+            why = f"the fabric of {self.device}'s {self.link}"
+        return (f"eff_bandwidth {self.value / 1e9:.1f} GB/s = {self.link} {self.stated} per direction x calibrated collective e_link "
+                f"{self.e_link:.3f} for {self.group} ({why}; knowledge/calibration/fitted.json, aiinfra validate on nccl-tests/RCCL "
+                "tables): the large-message bus bandwidth the fit predicts between the devices that link joins, not a measurement "
+                "on this device; a group larger than that crosses a slower link; give eff_bandwidth (a measured busBw of the same "
+                "size and group) to override")
+
+
+def device_link(device) -> tuple[str, dict] | None:
+    """(fabric, link block) of the link a collective between ``device``'s peers runs on, by the rule above; None
+    where the record states no per-direction figure for any link to another device."""
+    ic, host = device.interconnect or {}, device.record.get("host_link") or {}
+    if ic.get("per_direction"):
+        if ic.get("name", "").startswith("PCIe"):  # L4, L40S: the record's interconnect is the card's PCIe link
+            return "pcie", ic
+        return FABRIC_BY_VENDOR.get(device.vendor, ic.get("name", "interconnect")), ic
+    if not ic and host.get("per_direction"):  # no scale-up link: peers exchange over PCIe
+        return "pcie", host
+    return None
+
+
+def collective_bandwidth(root, device: str) -> LinkBandwidth | str | None:
+    """eff_bandwidth for ``device`` by the rule above; a sentence naming what the record lacks where it states no
+    per-direction link (its limit, said as such); None without a collective calibration."""
+    from engine.domain import hardware
+    from engine.kb.folders import find_one
+    from engine.measure.fitted import calibration
+
+    fitted = ((calibration(root) or {}).get("collective") or {}).get("parameters", {}).get("e_link")
+    if not fitted or "shared" not in fitted:
+        return None
+    dev = find_one(root, "hardware", lambda v: hardware.find(v, device, "--device"), [])
+    found = device_link(dev)
+    if found is None:
+        return link_gap(dev)
+    fabric, link = found
+    group = fabric if fabric in fitted else "shared"
+    return LinkBandwidth(dev.short_id, link.get("name", "interconnect"), str(link["per_direction"]),
+                         hardware.quantity(link["per_direction"], "B/s"), fabric, group, float(fitted[group]))
+
+
+def link_gap(dev) -> str:
+    """What ``dev``'s record lacks for eff_bandwidth: no link at all, or one stated without a direction."""
+    for block in (dev.interconnect or {}, dev.record.get("host_link") or {}):
+        if block.get("unspecified_direction"):
+            return (f"{dev.short_id} has no per-direction link bandwidth: its record states {block.get('name', 'its link')} at "
+                    f"{block['unspecified_direction']}, a figure its vendor does not give a direction for")
+    return f"{dev.short_id} has no link to another device on record (no interconnect or host link bandwidth)"

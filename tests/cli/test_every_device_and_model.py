@@ -31,8 +31,11 @@ CALCS = {
     "training-duration": ["--set", "train_tokens=1T", "--set", "n_gpus=1024"],
     "energy-per-token": ["--set", "batch_size=8", "--set", "prompt_tokens=1024", "--set", "avg_output_tokens=256"],
 }
-# calculators a model does not enter (power and cost of a cluster): every device, one model
+# calculators a model does not enter (power and cost of a cluster, one collective call): every device, no model
 DEVICE_CALCS = {
+    # eff_bandwidth: the record's measured busBw, else its link per direction x the calibrated e_link of its fabric
+    # (engine.cli.efficiency); a record with no per-direction link is refused by name ("has no ...")
+    "collective": ["--set", "ranks=8", "--set", "msg_bytes=1GiB"],
     "power-tco": ["--set", "n_gpus=64", "--set", "gpus_per_node=8", "--set", "node_overhead_power=4kW", "--set", "capex_per_gpu=30000USD",
                   "--set", "electricity_price=0.1USD/kWh"],
 }
