@@ -5,8 +5,11 @@
   sections to the navigation;
 - ``on_files``: add the generated pages, the generated formula script, and the static files
   (KaTeX and Mermaid from node_modules, installed from the lockfile when missing);
+- ``on_pre_page``: convert the page's Markdown, and index it for search, through
+  ``engine.site.render_cache`` (a page whose inputs are unchanged is read from the private cache);
 - ``on_page_context``: point "edit this page" at the YAML that defines the page;
-- ``on_post_page``: leave Mermaid's script out of pages without a diagram.
+- ``on_post_page``: leave Mermaid's script out of pages without a diagram;
+- ``on_post_build``: store this build's converted pages and search entries for the next one.
 
 Nothing generated is written into the repository: mkdocs reads the pages from memory and
 writes only the built site. The knowledge root is ``$AIINFRA_ROOT`` or the shipped one.
@@ -14,6 +17,7 @@ writes only the built site. The knowledge root is ``$AIINFRA_ROOT`` or the shipp
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
@@ -65,6 +69,24 @@ def on_files(files, config, **kwargs):
     for path, disk in assets.files().items():
         files.append(File.generated(config, path, abs_src_path=str(disk)))
     return files
+
+
+def on_pre_page(page, config, files, **kwargs):
+    """The page renders through the render cache (an attribute of this page object only: mkdocs' class is untouched)."""
+    from engine.site.render_cache import RenderCache
+
+    cache = _STATE.get("render")
+    if cache is None or cache.files is not files:
+        cache = _STATE["render"] = RenderCache(config, files)
+        cache.watch_search(config)
+    page.render = functools.partial(cache.render, page)
+    return page
+
+
+def on_post_build(config, **kwargs):
+    cache = _STATE.get("render")
+    if cache is not None:
+        cache.save()
 
 
 _MERMAID_SCRIPT = re.compile(r'<script src="[^"]*assets/vendor/mermaid/mermaid\.min\.js"></script>\s*')
