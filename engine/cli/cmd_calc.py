@@ -255,6 +255,8 @@ def _storage_presets(args, root, sets: dict, presets: dict) -> dict[str, str]:
         fmt = storage.resolve(text, flag, root)
         if attr == "weights":
             storage.check_compute(fmt, args.precision)
+            for stored in ("expert_storage", "bytes_param_expert"):  # every weight in the format given, the routed experts too
+                presets.pop(stored, None)
         presets[symbol] = (fmt.bytes, fmt.source(flag))
         used[symbol] = flag
     return used

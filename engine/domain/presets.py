@@ -25,7 +25,8 @@ def _model_source(record: dict) -> str:
 HYBRID_CALCULATORS = frozenset({"calc:kv-concurrency"})
 # Calculators that size a served model's weights: bytes_param is the official checkpoint's (its storage block: FP8
 # for DeepSeek-V3 and Kimi K2, MXFP4 experts for gpt-oss), scales included; training keeps 16-bit working weights.
-SERVING_CALCULATORS = frozenset({"calc:kv-concurrency", "calc:inference-capacity", "calc:serving-fleet", "calc:speculative-decoding"})
+SERVING_CALCULATORS = frozenset({"calc:kv-concurrency", "calc:inference-capacity", "calc:serving-fleet", "calc:speculative-decoding",
+                                 "calc:energy-per-token"})
 # Calculators whose chain never reads peak_flops: a device that states no peak at --precision still fills their values.
 PEAKLESS_CALCULATORS = frozenset({"calc:kv-concurrency", "calc:training-memory", "calc:checkpoint-window", "calc:collective", "calc:power-tco"})
 
@@ -91,6 +92,12 @@ def model_values(record: dict, root, calculator: str | None = None) -> dict[str,
 
         put("bytes_param", stored["weight_bytes"] / counts["total"], f"{stored['weight_bytes']} B / {counts['total']} parameters: "
                                                                      + checkpoint_text(record))
+        if moe and stored.get("quantised_format"):  # experts in a format of their own (gpt-oss: MXFP4): FX1402's separate variant
+            from engine.domain import storage
+
+            fmt = storage.resolve(stored["quantised_format"], "--model", root)
+            put("expert_storage", "separate", f"storage: the routed experts stored as {fmt.name}, the rest at {stored['unquantised_bytes']:g} B")
+            put("bytes_param_expert", fmt.bytes, f"storage: {fmt.source('quantised_format')}")
     return out
 
 

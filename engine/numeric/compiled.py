@@ -21,7 +21,7 @@ from time import monotonic as _monotonic
 
 import engine
 
-GENERATOR_VERSION = "4"  # 2: orderings (given, mono_given); 3: scaling shapes; 4: REFUSED (formulas left out)
+GENERATOR_VERSION = "5"  # 2: orderings (given, mono_given); 3: scaling shapes; 4: REFUSED (formulas left out); 5: default variant
 
 
 def cache_dir() -> str:
@@ -489,8 +489,35 @@ def generate(formulas, refused: dict | None = None) -> str:
         lines += [_REFUSED_TABLE, "FORMULAS = _Formulas(" + repr(table) + ")"]
     else:
         lines.append("FORMULAS = " + repr(table))
+    lines.append(_DEFAULT_VARIANT)
     lines.append("REFUSED = " + repr(dict(refused or {})))  # formulas left out: id -> {"symbol", "problems"} (build_source)
     return "\n".join(lines) + "\n"
+
+
+# A call that names no variant (key '') of a formula with a selector gets the variant of the selector's default, as an
+# input it does not give takes its default: a formula that gains a selector keeps answering its callers as before
+# (engine.plan's FX132 calls, when FX132 took expert_reads). Iteration and `in` see the named variants only.
+_DEFAULT_VARIANT = '''
+class _Variants(dict):
+    __slots__ = ("default",)
+
+    def __missing__(self, key):
+        if key == "" and self.default in self:
+            return self[self.default]
+        raise KeyError(key)
+
+
+def _with_default_variant(meta):
+    spec = meta["symbols"].get(meta["selector"]) or {}
+    variants = _Variants(meta["variants"])
+    variants.default = spec.get("default")
+    meta["variants"] = variants
+
+
+for _meta in FORMULAS.values():
+    if _meta["selector"]:
+        _with_default_variant(_meta)
+'''
 
 
 _REFUSED_TABLE = '''
