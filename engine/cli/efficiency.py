@@ -145,7 +145,6 @@ def serve_step(root, device: str | None, engine: str | None) -> ServeStep | None
     (vllm, sglang, tensorrt-llm; None: the fit over every engine), each constant from its own group as validate fits it:
     efficiencies by generation, overheads by engine (an unversioned engine takes its own group, an unknown one the
     shared value). None without a serving calibration."""
-    from engine.measure.calibrate import KINDS, values_for
     from engine.measure.fitted import calibration
     from engine.measure.generations import generation
     from engine.plan.step_model import PARAMETERS
@@ -155,9 +154,10 @@ def serve_step(root, device: str | None, engine: str | None) -> ServeStep | None
         return None
     gen = generation(device) if device else "shared"
     name = (engine or "unstated").strip().lower()
-    groups = [{"gen": gen, "engine": name, "engine_name": name}]
-    got = values_for(KINDS["serve"], fitted, groups)
-    values = {p: float(got[p][0]) for p in PARAMETERS}
+    # each constant is fitted by one grouping (efficiencies by generation, overheads by engine, the rest shared), so its
+    # table holds the generation's key or the engine's or neither: the first present, else the fit over all (as
+    # engine.measure.calibrate.values_for takes an unversioned engine or a generation; no NumPy on this path)
+    values = {p: float(next((fitted[p][k] for k in (gen, name) if k in fitted[p]), fitted[p]["shared"])) for p in PARAMETERS}
     return ServeStep(values, gen if gen in fitted["e_decode"] else "shared", name if name in fitted["overhead_layer"] else "shared")
 
 

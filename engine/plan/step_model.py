@@ -27,7 +27,9 @@ Prefill of one prompt (``prefill_time``): cp / (peak e_prefill [e_dequant]) + it
 
 from __future__ import annotations
 
-import numpy as np
+# numpy is imported inside the functions: the command line reads PARAMETERS (engine.cli.efficiency) on paths that
+# never time a step, and they stay free of it
+
 
 # the fitted constants the step reads (knowledge/calibration/fitted.json, serve): efficiencies, latencies, overheads
 PARAMETERS = ("e_prefill", "e_decode", "e_hbm", "e_kv", "e_link", "ar_latency", "overhead", "overhead_seq", "overhead_layer",
@@ -38,6 +40,8 @@ def step_terms(s, c0: dict, f, tp, ep, kv_per_token) -> dict:
     """The work terms above for a serving space ``s`` (engine.plan.serve_eval.ServeSpace) with its constants ``c0``, at
     TP ``tp`` and EP ``ep`` (numbers or arrays of the same shape); ``kv_per_token``: the bytes one GPU reads per context
     token of a sequence (engine.plan.serve_eval.read_per_token at ``tp``)."""
+    import numpy as np
+
     tp = np.asarray(tp, dtype=float)
     ep = np.asarray(ep, dtype=float)
     g = tp * ep
@@ -63,6 +67,8 @@ def step_terms(s, c0: dict, f, tp, ep, kv_per_token) -> dict:
 
 def decode_parts(t, p, c, q=1.0) -> dict:
     """The step's parts (s) for ``c`` sequences per instance, ``q`` tokens each (see the module's table)."""
+    import numpy as np
+
     b = c / t["ep"]
     touched = np.where(t["experts"] > 0, 1 - (1 - t["top_k"] / np.maximum(t["experts"], 1)) ** (c * q), 1.0)
     weights = t["w_dense"] + t["w_expert"] * touched
