@@ -11,7 +11,7 @@ from __future__ import annotations
 GENERATION = {
     "v100-sxm2-32gb": "volta",
     "a100-pcie-80gb": "ampere", "a100-sxm-40gb": "ampere", "a100-sxm-80gb": "ampere",
-    "h100-sxm": "hopper", "h100-pcie": "hopper", "h100-nvl": "hopper", "h200": "hopper", "h200-nvl": "hopper", "h20": "hopper",
+    "h100-sxm": "hopper", "h100-pcie": "hopper", "h100-nvl": "hopper", "h200": "hopper", "h200-nvl": "hopper", "h20": "hopper", "h20-141gb": "hopper",
     "h800-sxm": "hopper", "gh200-hbm3e": "hopper",
     "b200": "blackwell", "b300": "blackwell", "gb200": "blackwell", "gb300": "blackwell", "rtx-5090": "blackwell",
     "l4": "ada", "l40s": "ada", "rtx-4090": "ada",
