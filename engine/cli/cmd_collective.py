@@ -11,7 +11,7 @@ the model's TP all-reduce and a TP budget per forward pass follows (engine.domai
 from __future__ import annotations
 
 from engine.cli.common import emit, root_of
-from engine.cli.render import table, to_json
+from engine.cli.render import prose_around_tables, table, to_json
 from engine.core.errors import InputError
 from engine.core.humanize import friendly, number
 from engine.domain import collective
@@ -160,7 +160,7 @@ def document(result: collective.CollectiveResult, md: bool, show_rounds: int) ->
     lines += ["", "### Assumptions" if md else "Assumptions:"] + [f"- {a}" for a in result.assumptions]
     if result.warnings:
         lines += ["", "### Warnings" if md else "Warnings:"] + [f"- {w}" for w in result.warnings]
-    return "\n".join(lines)
+    return "\n".join(lines if md else prose_around_tables(lines))
 
 
 def _heading(result: collective.CollectiveResult, md: bool) -> str:
@@ -187,7 +187,26 @@ def _rounds_section(result: collective.CollectiveResult, fmt: str, show_rounds: 
                  bytes=number(r["bytes"]), time=number(r["time"]) if r["time"] is not None else "")
             for r in shown]
     cols = [("round", "round"), ("phase", "phase"), ("step", "step"), ("transfers", "src→dst chunk"), ("bytes", "bytes"), ("time", "time s")]
+    if fmt == "text":
+        _fit_transfers(rows, cols)
     return ["", f"### {title}" if fmt == "md" else title, ""] + ([table(rows, cols, fmt)] if rows else [])
+
+
+def _fit_transfers(rows: list[dict], cols) -> None:
+    """On a terminal narrower than the rounds table, each round's transfer list keeps its first transfers and ends in
+    '…' (every transfer stays in --format json and csv): the list reads as numbers, so the table would not cut it."""
+    from engine.cli.render import display_width, terminal_width
+
+    limit = terminal_width()
+    if limit is None:
+        return
+    others = sum(max(display_width(str(r[k])) for r in rows + [dict(cols)]) + 2 for k, _ in cols if k != "transfers")
+    room = max(limit - others, len("src→dst chunk"))
+    for r in rows:
+        text = r["transfers"]
+        if display_width(text) > room:
+            cut = text[: max(room - 1, 1)]
+            r["transfers"] = (cut.rsplit(", ", 1)[0] if ", " in cut else cut) + "…"
 
 
 def _transfers_text(transfers: list[dict]) -> str:

@@ -8,7 +8,7 @@ formulas; neither imports sympy.
 from __future__ import annotations
 
 from engine.cli.common import emit, root_of, scan_options
-from engine.cli.render import table, to_json
+from engine.cli.render import prose_around_tables, table, to_json
 from engine.core.humanize import friendly, number
 from engine.domain import ledger
 from engine.numeric import compiled
@@ -184,7 +184,11 @@ def render(result: ledger.Ledger, fmt: str) -> str:
     for r in rows:
         r.update({k: number(r[k]) for k, _ in COLUMNS[3:] if k != "special_functions"})
         r["special_functions"] = ", ".join(f"{k} {number(v)}" for k, v in r["special_functions"].items())
-    lines = [("## " if md else "") + headline(result), "", table(rows, COLUMNS, "md" if md else "text"), ""]
+    # a narrow terminal keeps the operator, its repeats, matrix FLOPs and the bytes it reads; the rest go in this order
+    # (JSON, CSV and Markdown keep every column)
+    drop = ("rectangular_attention_matrix_flops", "special_functions", "shape", "kv_write_bytes", "activation_write_bytes", "scalar_flops",
+            "attention_matrix_flops", "activation_read_bytes")
+    lines = [("## " if md else "") + headline(result), "", table(rows, COLUMNS, "md" if md else "text", droppable=drop), ""]
     lines.append("### Totals" if md else "Totals")
     items = list(result.totals.items()) + [(k, v) for k, v in result.extra.items() if k != "steps" and not isinstance(v, dict)]
     lines += [_total(k, v, md) for k, v in items]
@@ -197,7 +201,7 @@ def render(result: ledger.Ledger, fmt: str) -> str:
     lines += ["", "### Assumptions" if md else "Assumptions"] + [f"- {a}" for a in result.assumptions]
     if result.warnings:
         lines += ["", "### Warnings" if md else "Warnings"] + [f"- {w}" for w in result.warnings]
-    return "\n".join(lines)
+    return "\n".join(lines if md else prose_around_tables(lines))
 
 
 def headline(result: ledger.Ledger) -> str:

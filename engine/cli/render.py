@@ -58,6 +58,19 @@ def prose(text: str, width: int | str | None = TERMINAL) -> str:
     return "\n".join(out)
 
 
+_RULE = re.compile(r"^-+(  -+)*$")
+
+
+def prose_around_tables(parts: Sequence[str], width: int | str | None = TERMINAL) -> list[str]:
+    """``parts`` (the blocks of a text report) with every block that is not a text table (whose second line is the
+    dashed rule ``table`` draws) wrapped by :func:`prose`; the tables stay as ``table`` fitted them."""
+    out = []
+    for part in parts:
+        lines = part.split("\n")
+        out.append(part if len(lines) > 1 and _RULE.match(lines[1]) else prose(part, width))
+    return out
+
+
 def terminal_width(environ: Mapping[str, str] | None = None, stream=None) -> int | None:
     """The columns a text table should fit: ``$COLUMNS`` where set (on a pipe too), else the terminal's width
     where standard output is a terminal; None (no limit) on a pipe or a file."""

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli.render import table, to_json
+from engine.cli.render import display_width, table, to_json
 
 COLUMNS = [("id", "ID"), ("name", "Name"), ("n", "N")]
 ROWS = [
@@ -239,3 +239,27 @@ def test_every_table_of_the_listing_commands_fits_80_columns(argv, monkeypatch, 
     for i in seps:
         block = [lines[i - 1]] + [line for line in lines[i:][: next((k for k, x in enumerate(lines[i:]) if not x.strip()), None)]]
         assert max(map(display_width, block)) <= 80, "\n".join(block[:4])
+
+
+@pytest.mark.parametrize("argv", [
+    ["forward", "--model", "deepseek-v3", "--tokens", "1024"],
+    ["collective", "ring", "--op", "allreduce", "--ranks", "8", "--bytes", "1MiB", "--bandwidth", "50GB/s"],
+    ["collective", "ring", "--op", "allreduce", "--model", "llama-3.1-70b", "--tokens", "4096", "--tp", "8", "--bandwidth", "450GB/s"],
+])
+def test_the_ledgers_fit_an_80_column_terminal(argv):
+    """Issue 28: forward's operator table keeps its leading columns, collective's rounds their first transfers, and the
+    text around them wraps; JSON, CSV and Markdown keep everything."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    p = subprocess.run([sys.executable, "-m", "engine", *argv], capture_output=True, text=True, timeout=300, cwd=root,
+                       env={**os.environ, "COLUMNS": "80"})
+    assert p.returncode == 0, p.stderr
+    wide = [line for line in p.stdout.splitlines() if display_width(line) > 80]
+    assert not wide, wide[:3]
+    whole = subprocess.run([sys.executable, "-m", "engine", *argv], capture_output=True, text=True, timeout=300, cwd=root,
+                           env={k: v for k, v in os.environ.items() if k != "COLUMNS"})
+    assert max(map(display_width, whole.stdout.splitlines())) > 80  # on a pipe without $COLUMNS nothing is cut
