@@ -24,6 +24,10 @@ def _no_columns():
     """Text tables fit $COLUMNS where it is set (engine.cli.render.terminal_width): the suite runs without it, so a
     shell that exports it changes no expected output; the tests of the fitting set it themselves."""
     previous = os.environ.pop("COLUMNS", None)
+    # importing readline (pytest does) exports COLUMNS and LINES into the C environment that child processes inherit,
+    # behind os.environ's back: remove them there too, or every subprocess test would see an 80-column terminal
+    for name in ("COLUMNS", "LINES"):
+        os.unsetenv(name)
     yield
     if previous is not None:
         os.environ["COLUMNS"] = previous

@@ -420,7 +420,9 @@ def help_text(record: dict, module) -> str:
         optional = " (optional: when its inputs are given)" if name not in calc.outputs else ""
         lines.append(f"  {name} [{sym['unit']}]{optional}: {sym['desc']}")
     lines.append("Any intermediate symbol of the chain may be given with --set; the chain then stops there.")
-    return "\n".join(lines)
+    from engine.cli.render import prose
+
+    return prose("\n".join(lines))  # wrapped at $COLUMNS / the terminal's width, whole on a pipe
 
 
 def render(result, fmt: str, explain: bool = False) -> str:

@@ -300,7 +300,8 @@ def _emit_plans(args, head: str, plans, data: dict, law, extra=(), chinchilla=No
         emit(table(raw, columns, "csv"))
         return
     md = args.format == "md"
-    out = [f"# {head}" if md else head, "", table([_row(p, chinchilla) for p in plans], columns, args.format)]
+    out = [f"# {head}" if md else head, "", table([_row(p, chinchilla) for p in plans], columns, args.format,
+                                                   droppable=("tokens_per_param", "inference_flops", "train_flops"))]
     out += [""] + [f"- {line}" if md else line for line in extra] if extra else []
     out += ["", f"Law: E {law.loss_irreducible:g}, A {law.loss_param_coeff:g}, B {law.loss_data_coeff:g}, alpha {law.loss_param_exponent:g}, "
                 f"beta {law.loss_data_exponent:g} [{law.source}]"]

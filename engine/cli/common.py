@@ -149,7 +149,16 @@ def one_quantity(option: str, text: str, unit: str, example: str = "") -> float:
     return q.value
 
 
+# set by engine.cli.main for a text report (--format text) of a verb whose output is prose and tables: emit then wraps
+# its sentences at $COLUMNS (engine.cli.render.prose_text); JSON, CSV, Markdown, sweeps and protocol output never
+WRAP = False
+
+
 def emit(text: str) -> None:
+    if WRAP:
+        from engine.cli.render import prose_text
+
+        text = prose_text(text)
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 

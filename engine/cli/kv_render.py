@@ -45,7 +45,7 @@ def render_sequence(result, fmt: str) -> str:
         brows = [{"variant": b.variant + (" (model)" if b.native and result.model else ""), "per_token": _num(b.kv_bytes_per_token),
                   "read": friendly(b.decode_kv_read_bytes, "B"), "appended": friendly(b.decode_kv_append_bytes, "B"),
                   "held": friendly(b.sequence_kv_bytes, "B"), "hit": friendly(b.prefix_hit_bytes, "B")} for b in result.bytes]
-        lines += ["", "bytes:", table(brows, _BYTE_COLUMNS, "md" if md else "text")]
+        lines += ["", "bytes:", table(brows, _BYTE_COLUMNS, "md" if md else "text", droppable=("hit", "appended", "per_token"))]
     lines += [""] + [f"note: {n}" for n in result.notes] if result.notes else []
     return "\n".join(lines).rstrip("\n")
 

@@ -31,7 +31,8 @@ def render(result, fmt: str) -> str:
             + (f" + {x.suffix_tokens:,} new tokens" if x.suffix_tokens else "")
             + f", reused every {_time(x.reuse_interval)} on average, other K/V entering at {x.insert_rate_tokens:,.6g} tokens/s")
     lines = [f"## {head}" if md else head, "",
-             table([_text_row(t) for t in result.tiers], _TEXT, "md" if md else "text"), ""]
+             table([_text_row(t) for t in result.tiers], _TEXT, "md" if md else "text",
+                   droppable=("latency", "bandwidth", "t_c", "through", "even", "load")), ""]
     bullet = "- " if md else "  "
     lines += [f"{bullet}recompute the prefix (FX1241): {_time(result.recompute_time)} "
               f"({x.prefix_tokens:,} x {x.flops_per_token:.4g} FLOP / ({x.tp_size} x {x.peak_flops:.4g} FLOP/s x MFU {x.mfu:g}))",

@@ -547,6 +547,7 @@ def main(argv: list[str] | None = None) -> int:
             argv = fold_calc_name(argv)
             args = build_parser(argv).parse_args(argv)
         key = tuple(x for x in (args.verb, getattr(args, "action", None)) if x)
+        _wrap(args)
         handler = getattr(args, "handler", None) or HANDLERS.get(key) or HANDLERS[key[:1]]
         module_name, func_name = handler.split(":")
         module = __import__(module_name, fromlist=[func_name])
@@ -571,6 +572,19 @@ def main(argv: list[str] | None = None) -> int:
             raise
         sys.stderr.write(f"aiinfra: internal error: {exc.__class__.__name__}: {exc} (set AIINFRA_DEBUG=1 for a traceback)\n")
         return 70
+
+
+# verbs whose text output is not prose around tables (a protocol, a server's log, graph exports), never wrapped
+NO_WRAP = frozenset({"mcp", "site", "graph"})
+
+
+def _wrap(args) -> None:
+    """Whether emit wraps this command's sentences at $COLUMNS (engine.cli.common.WRAP): a text report of a prose verb,
+    not a sweep's CSV."""
+    from engine.cli import common
+
+    common.WRAP = (getattr(args, "format", "text") == "text" and getattr(args, "verb", None) not in NO_WRAP
+                   and not getattr(args, "sweep", None))
 
 
 def _utf8_only(argv: list[str]) -> None:

@@ -53,8 +53,15 @@ def prose(text: str, width: int | str | None = TERMINAL) -> str:
             out.append(line)
             continue
         indent = line[: len(line) - len(line.lstrip())]
-        out.append(textwrap.fill(line.strip(), width=limit, initial_indent=indent, subsequent_indent=" " * (len(indent) + 2),
-                                 break_long_words=False, break_on_hyphens=False))
+        room = limit
+        while True:  # textwrap counts characters; a wide (CJK) character takes two columns, so narrow until it fits
+            wrapped = textwrap.fill(line.strip(), width=room, initial_indent=indent, subsequent_indent=" " * (len(indent) + 2),
+                                    break_long_words=False, break_on_hyphens=False)
+            over = max(display_width(x) for x in wrapped.split("\n")) - limit
+            if over <= 0 or room <= 20 or line.isascii():
+                break
+            room -= max(1, min(over, room - 20))
+        out.append(wrapped)
     return "\n".join(out)
 
 
@@ -69,6 +76,31 @@ def prose_around_tables(parts: Sequence[str], width: int | str | None = TERMINAL
         lines = part.split("\n")
         out.append(part if len(lines) > 1 and _RULE.match(lines[1]) else prose(part, width))
     return out
+
+
+def prose_text(text: str, width: int | str | None = TERMINAL) -> str:
+    """A whole text report with its sentences wrapped (:func:`prose`) and its tables left as :func:`table` fitted them:
+    a table is the line above a dashed rule, the rule, and the rows down to the next blank line that are no wider than
+    the rule; a fenced block stays whole too."""
+    limit = terminal_width() if width == TERMINAL else width
+    if limit is None or "\n" not in text and display_width(text) <= limit:
+        return text
+    lines = text.split("\n")
+    keep = [False] * len(lines)
+    fenced = False
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            keep[i] = True
+        elif fenced:
+            keep[i] = True
+        elif _RULE.match(line) and i:
+            keep[i - 1] = True
+            j, rule = i, display_width(line)
+            while j < len(lines) and lines[j].strip():  # a row is never wider than the rule (cells are padded to it)
+                keep[j] = keep[j] or display_width(lines[j]) <= rule
+                j += 1
+    return "\n".join(line if keep[i] else prose(line, limit) for i, line in enumerate(lines))
 
 
 def terminal_width(environ: Mapping[str, str] | None = None, stream=None) -> int | None:

@@ -17,7 +17,7 @@ def front_table(front, rows: list[dict], columns: list, fmt: str, every: bool) -
     # a narrow terminal loses first the columns the others imply or the JSON keeps: TP comm (inside TPOT), the split's
     # prefill TP, the fleet size, the speculative extras, then EP
     body = table([{**rows[i], MARK[0]: "knee" if i == k else ""} for i in shown], [*columns, MARK], fmt,
-                 droppable=("tp_comm_ms", "tp_prefill", "fleet_gpus", "tpot_plain_ms", "spec_breakeven", "ep"))
+                 droppable=("tp_comm_ms", "tp_prefill", "fleet_gpus", "tpot_plain_ms", "spec_breakeven", "ep", "ttft_ms"))
     left = len(front) - len(shown)
     if not left:
         return body

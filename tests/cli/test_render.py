@@ -245,6 +245,10 @@ def test_every_table_of_the_listing_commands_fits_80_columns(argv, monkeypatch, 
     ["forward", "--model", "deepseek-v3", "--tokens", "1024"],
     ["collective", "ring", "--op", "allreduce", "--ranks", "8", "--bytes", "1MiB", "--bandwidth", "50GB/s"],
     ["collective", "ring", "--op", "allreduce", "--model", "llama-3.1-70b", "--tokens", "4096", "--tp", "8", "--bandwidth", "450GB/s"],
+    # a calculator's assumptions (prose under its tables) and its --help (descriptions of every input)
+    ["calc", "kv-concurrency", "--model", "qwen3-8b", "--device", "h100-sxm", "--set", "context_tokens=32768"],
+    ["calc", "kv-concurrency", "--help"],
+    ["kv", "pages", "create:a:17", "fork:a:b", "fork:a:c", "append:a:1", "append:b:16", "cancel:c"],
 ])
 def test_the_ledgers_fit_an_80_column_terminal(argv):
     """Issue 28: forward's operator table keeps its leading columns, collective's rounds their first transfers, and the
