@@ -363,7 +363,7 @@ def test_cli_help_names_book_terms(capsys):
 # driver-reported 79.18 GiB, measured MFU 0.38..0.43 (Llama 3 paper, table 4; a pre-training band), point 0.405.
 LLAMA_70B_H100 = ["--model", "llama-3.1-70b", "--device", "h100-sxm", *sets(
     qps=50, prompt_tokens=2048, avg_output_tokens=256, ttft_target="1s", tpot_target="50ms", kv_bytes=2,
-    engine_overhead_bytes="4GiB", mfu=(0.38 + 0.43) / 2, mbu=1)]  # MFU: the h100-sxm record's measured band; MBU 1 (the datasheet bandwidth); both pinned, the defaults are the serving calibration's
+    engine_overhead_bytes="4GiB", mfu=(0.38 + 0.43) / 2, mbu=1, step_overhead_time=0)]  # MFU: the h100-sxm record's measured band; MBU 1 (the datasheet bandwidth); no step overhead (the hand arithmetic below has none); all pinned, the defaults are the serving calibration's
 PARAMS_70B = 70553706496
 PEAK_H100 = 989.4e12
 MFU_H100 = (0.38 + 0.43) / 2
