@@ -748,7 +748,7 @@ def _serve_pinned_text(r, calibrated, args) -> str:
     from engine.measure import predict
 
     lines = []
-    model = "steady-state" if r.step_model == "calibrated" else "roofline"
+    model = "calibrated-step" if r.step_model == "calibrated" else "roofline"
     for x in r.pinned:
         meets = ", ".join(f"{k} {'ok' if v else 'MISSED'}" for k, v in x["meets"].items())
         lines.append(f"pinned {x['mode']} TP {x['tp']} x EP {x['ep']}, batch {x['batch']}: {model} TTFT {1e3 * x['ttft']:.1f} ms (one prompt alone), "
